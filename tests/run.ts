@@ -1,0 +1,79 @@
+/**
+ * `deno task test`: starts one embedded PostgreSQL for the run (or uses
+ * `TEST_DATABASE_URL`), builds a migrated template database once, then runs
+ * `deno test` with the arguments given (default: the whole `tests/` tree).
+ * Each test file clones the template (see `tests/support/db.ts`).
+ *
+ * @module
+ */
+import pg from "pg";
+import { freePort, startPostgres } from "../local/postgres.ts";
+import { migrate } from "../local/migrate.ts";
+
+const runId = crypto.randomUUID().slice(0, 8);
+const template = `template_${runId}`;
+
+const external = Deno.env.get("TEST_DATABASE_URL");
+const server = external ? undefined : await startPostgres({
+  dataDir: await Deno.makeTempDir({ prefix: "market-test-pg-" }),
+  port: freePort(),
+  persistent: false,
+});
+const adminUrl = external ?? server!.url;
+
+let code = 1;
+try {
+  await withClient(adminUrl, (c) => c.query(`create database "${template}"`));
+  await migrate(databaseUrl(adminUrl, template), { includePlatform: true });
+
+  const args = Deno.args.length > 0 ? Deno.args : ["tests/"];
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["test", "-A", "--parallel", ...args],
+    env: {
+      TEST_DATABASE_URL: adminUrl,
+      TEST_TEMPLATE_DATABASE: template,
+      TEST_RUN_ID: runId,
+    },
+    stdin: "null",
+    stdout: "inherit",
+    stderr: "inherit",
+  }).spawn();
+  const stop = () => child.kill("SIGTERM");
+  Deno.addSignalListener("SIGINT", stop);
+  code = (await child.status).code;
+  Deno.removeSignalListener("SIGINT", stop);
+} finally {
+  if (external) {
+    await withClient(adminUrl, async (c) => {
+      const { rows } = await c.query<{ datname: string }>(
+        "select datname from pg_database where datname like $1 or datname = $2",
+        [`t\\_${runId}\\_%`, template],
+      );
+      for (const row of rows) {
+        await c.query(`drop database if exists "${row.datname}" with (force)`);
+      }
+    });
+  }
+  await server?.stop();
+}
+Deno.exit(code);
+
+/** The URL of another database on the same server. */
+function databaseUrl(url: string, database: string): string {
+  const parsed = new URL(url);
+  parsed.pathname = `/${database}`;
+  return parsed.toString();
+}
+
+async function withClient<T>(
+  url: string,
+  fn: (client: pg.Client) => Promise<T>,
+): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,67 @@
+/**
+ * SQL helpers for tests: run as a platform role with JWT claims, create users.
+ *
+ * @module
+ */
+import type pg from "pg";
+
+/** Who a statement runs as, the way PostgREST and `ctx.db.asUser` set it. */
+export interface SqlIdentity {
+  role: "anon" | "authenticated" | "service_role";
+  userId?: string;
+  email?: string;
+}
+
+/**
+ * Runs `fn` in a transaction under `identity`'s role with `request.jwt.claims`
+ * set, then rolls back so the test leaves nothing behind.
+ */
+export async function asRole<T>(
+  pool: pg.Pool,
+  identity: SqlIdentity,
+  fn: (client: pg.PoolClient) => Promise<T>,
+): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query("begin");
+    const claims: Record<string, unknown> = { role: identity.role };
+    if (identity.userId) claims.sub = identity.userId;
+    if (identity.email) claims.email = identity.email;
+    if (identity.role === "authenticated") claims.aud = "authenticated";
+    await client.query("select set_config('request.jwt.claims', $1, true)", [
+      JSON.stringify(claims),
+    ]);
+    await client.query(`set local role ${identity.role}`);
+    return await fn(client);
+  } finally {
+    await client.query("rollback").catch(() => {});
+    client.release();
+  }
+}
+
+/** A user created in `auth.users`. */
+export interface TestUser {
+  id: string;
+  email: string;
+}
+
+/** Inserts a user into `auth.users` (its profile follows by trigger); optionally an admin. */
+export async function createUser(
+  pool: pg.Pool,
+  options: { email?: string; admin?: boolean; createdAt?: Date } = {},
+): Promise<TestUser> {
+  const email = options.email ??
+    `user-${crypto.randomUUID().slice(0, 8)}@example.test`;
+  const { rows } = await pool.query<{ id: string }>(
+    "insert into auth.users (email, created_at) values ($1, coalesce($2, now())) returning id",
+    [email, options.createdAt ?? null],
+  );
+  const id = rows[0]!.id;
+  if (options.admin) {
+    await pool.query(
+      "insert into public.user_roles (user_id, role) values ($1, 'admin') on conflict do nothing",
+      [id],
+    );
+  }
+  return { id, email };
+}
