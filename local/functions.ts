@@ -1,0 +1,31 @@
+/**
+ * Finds and loads every function under `supabase/functions/` (a folder with a
+ * `handler.ts`; `_shared` is not a function).
+ *
+ * @module
+ */
+import { fileURLToPath } from "node:url";
+import type { EdgeFunction } from "../supabase/functions/_shared/function.ts";
+
+/** Folder of the functions. */
+export const FUNCTIONS_DIR = new URL("../supabase/functions/", import.meta.url);
+
+/** Imports every function's handler, by folder name. */
+export async function loadFunctions(): Promise<Map<string, EdgeFunction>> {
+  const names: string[] = [];
+  for (const entry of Deno.readDirSync(fileURLToPath(FUNCTIONS_DIR))) {
+    if (!entry.isDirectory || entry.name.startsWith("_")) continue;
+    names.push(entry.name);
+  }
+  names.sort();
+  const loaded = await Promise.all(names.map(async (name) => {
+    const module = await import(new URL(`${name}/handler.ts`, FUNCTIONS_DIR).href) as {
+      default: EdgeFunction;
+    };
+    if (module.default?.definition?.name !== name) {
+      throw new Error(`Cannot load function "${name}": its handler declares another name`);
+    }
+    return [name, module.default] as const;
+  }));
+  return new Map(loaded);
+}

@@ -1,0 +1,173 @@
+/**
+ * `deno task start`: the Docker-free local stack. Starts embedded PostgreSQL
+ * on 127.0.0.1:54322 (data in `.local/db`) unless `SUPABASE_DB_URL` is set,
+ * applies `local/platform.sql` and new migrations, seeds on first init, and
+ * serves every function at `http://127.0.0.1:54321/functions/v1/<name>`
+ * (`PORT` overrides). Ctrl-C or SIGTERM stops everything.
+ *
+ * @module
+ */
+import pg from "pg";
+import { Runtime } from "../supabase/functions/_shared/runtime.ts";
+import { readVerifyJwt } from "./config_toml.ts";
+import { loadFunctions } from "./functions.ts";
+import { createGateway } from "./gateway.ts";
+import { jwksOf, loadOrCreateSigningKey, LOCAL_JWT_SECRET, signProjectKey } from "./keys.ts";
+import { migrate } from "./migrate.ts";
+import {
+  CONFIG_TOML_PATH,
+  LOCAL_DB_PORT,
+  LOCAL_STATE_DIR,
+  SEED_PATH,
+  SIGNING_KEY_PATH,
+} from "./paths.ts";
+import { assertPortFree, freePort, PostgresStartError, startPostgres } from "./postgres.ts";
+import { startScheduler } from "./scheduler.ts";
+
+/** The local scheduler token (least privilege: scheduled functions only). */
+export const LOCAL_SCHEDULER_TOKEN = "local-scheduler-token-for-development-only-0000";
+
+/** One-line failures the stack reports without a stack trace. */
+class StartError extends Error {}
+
+async function main(): Promise<void> {
+  const env = Deno.env.toObject();
+  const requestedPort = Number(env.PORT ?? "54321");
+  const port = requestedPort === 0 ? freePort() : requestedPort;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new StartError(`Cannot start: PORT "${env.PORT}" is not a port number`);
+  }
+  try {
+    await assertPortFree(port);
+  } catch {
+    throw new StartError(`Cannot start: port ${port} on 127.0.0.1 is already in use (set PORT)`);
+  }
+
+  const database = env.SUPABASE_DB_URL ? undefined : await startPostgres({
+    dataDir: `${LOCAL_STATE_DIR}/db`,
+    port: LOCAL_DB_PORT,
+    persistent: true,
+  });
+  const dbUrl = env.SUPABASE_DB_URL ?? database!.url;
+  const stops: Array<() => Promise<void> | void> = [];
+  if (database) stops.push(() => database.stop());
+  try {
+    const firstInit = !(await hasMigrationsTable(dbUrl));
+    const applied = await migrate(dbUrl, { includePlatform: true });
+    if (firstInit || env.SEED === "true") await seed(dbUrl);
+
+    const secret = env.SUPABASE_JWT_SECRET ?? LOCAL_JWT_SECRET;
+    const anonKey = await signProjectKey("anon", secret);
+    const serviceKey = await signProjectKey("service_role", secret);
+    const signingKey = await loadOrCreateSigningKey(SIGNING_KEY_PATH);
+    const url = `http://127.0.0.1:${port}`;
+    const runtime = new Runtime({
+      SUPABASE_URL: url,
+      SUPABASE_JWT_SECRET: secret,
+      SUPABASE_JWKS: JSON.stringify(jwksOf(signingKey)),
+      SUPABASE_ANON_KEY: anonKey,
+      SUPABASE_SERVICE_ROLE_KEY: serviceKey,
+      SCHEDULER_TOKEN: LOCAL_SCHEDULER_TOKEN,
+      LOCAL_DEV: "true",
+      SITE_URL: "http://localhost:5173",
+      ...env,
+      SUPABASE_DB_URL: dbUrl,
+    });
+    stops.unshift(() => runtime.close());
+
+    const functions = await loadFunctions();
+    const verifyJwt = readVerifyJwt(await Deno.readTextFile(CONFIG_TOML_PATH));
+    const gateway = createGateway({ functions, runtime, verifyJwt, jwks: jwksOf(signingKey) });
+    const server = Deno.serve({ hostname: "127.0.0.1", port, onListen: () => {} }, gateway);
+    stops.unshift(() => server.shutdown());
+    const scheduler = await startScheduler({
+      databaseUrl: dbUrl,
+      functionsUrl: `${url}/functions/v1`,
+      token: runtime.env.values.SCHEDULER_TOKEN ?? LOCAL_SCHEDULER_TOKEN,
+      log: runtime.log.with({ component: "scheduler" }),
+    });
+    stops.unshift(() => scheduler.stop());
+
+    console.log(banner({ url, anonKey, serviceKey, functions: functions.size, applied, dbUrl }));
+  } catch (error) {
+    for (const stop of stops) await stop();
+    throw error;
+  }
+
+  let stopping = false;
+  const shutdown = async () => {
+    if (stopping) return;
+    stopping = true;
+    console.log("Stopping…");
+    for (const stop of stops) {
+      try {
+        await stop();
+      } catch (error) {
+        console.error(`While stopping: ${error instanceof Error ? error.message : error}`);
+      }
+    }
+    Deno.exit(0);
+  };
+  Deno.addSignalListener("SIGINT", shutdown);
+  Deno.addSignalListener("SIGTERM", shutdown);
+}
+
+async function hasMigrationsTable(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query(
+      "select to_regclass('supabase_migrations.schema_migrations') is not null as present",
+    );
+    return rows[0].present === true;
+  } finally {
+    await client.end();
+  }
+}
+
+async function seed(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(await Deno.readTextFile(SEED_PATH));
+  } finally {
+    await client.end();
+  }
+}
+
+function banner(info: {
+  url: string;
+  anonKey: string;
+  serviceKey: string;
+  functions: number;
+  applied: string[];
+  dbUrl: string;
+}): string {
+  return [
+    "",
+    `Local stack ready: ${info.functions} functions, ${info.applied.length} new migration(s) applied`,
+    `  Functions        ${info.url}/functions/v1/<name>`,
+    `  JWKS             ${info.url}/auth/v1/.well-known/jwks.json`,
+    `  Database         ${info.dbUrl.replace(/:[^:@/]+@/, ":****@")}`,
+    `  anon key         ${info.anonKey}`,
+    `  service_role key ${info.serviceKey}`,
+    `  scheduler token  ${LOCAL_SCHEDULER_TOKEN}`,
+    `  User token       deno task token --email you@example.com [--admin]`,
+    "Press Ctrl-C to stop.",
+  ].join("\n");
+}
+
+if (import.meta.main) {
+  try {
+    await main();
+  } catch (error) {
+    if (error instanceof StartError || error instanceof PostgresStartError) {
+      console.error(error.message);
+    } else {
+      console.error(
+        `Cannot start the local stack: ${error instanceof Error ? error.message : error}`,
+      );
+    }
+    Deno.exit(1);
+  }
+}

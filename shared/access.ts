@@ -1,0 +1,27 @@
+/**
+ * Who may call a function. Enforced by the server's function factory before
+ * any handler runs.
+ *
+ * - `public`: any valid project key (anon key, a user's token, the service role)
+ * - `user`: a signed-in user
+ * - `seller`: a signed-in user acting on their own listings and payout account
+ * - `deal-participant`: the buyer or seller of the `dealId` in the body
+ * - `admin`: a signed-in user holding the admin role
+ * - `scheduled`: the service role, the scheduler token, an admin, or the anon
+ *   key when the server runs with `LOCAL_DEV=true`
+ * - `system`: the service role or an admin ("system-controlled use")
+ * - `webhook`: no token; the payload's signature is the authentication
+ *
+ * @module
+ */
+
+/** An access rule. */
+export type Access =
+  | "public"
+  | "user"
+  | "seller"
+  | "deal-participant"
+  | "admin"
+  | "scheduled"
+  | "system"
+  | "webhook";

@@ -1,0 +1,37 @@
+/**
+ * What a handler receives as `ctx`: dependencies for one request.
+ *
+ * @module
+ */
+import type Stripe from "stripe";
+import type { Db } from "./db.ts";
+import type { Env } from "./env.ts";
+import type { Logger } from "./log.ts";
+import type { Runtime } from "./runtime.ts";
+
+/** Per-request dependencies; each is built on first use, so unused ones cost nothing. */
+export class Context {
+  /** Creates the context of one request. */
+  constructor(
+    readonly runtime: Runtime,
+    /** The request id, also sent as `X-Request-Id`. */
+    readonly requestId: string,
+    /** A logger bound to the function and request id. */
+    readonly log: Logger,
+  ) {}
+
+  /** Validated configuration. */
+  get env(): Env {
+    return this.runtime.env;
+  }
+
+  /** The database (service connection; `asUser` for RLS). */
+  get db(): Db {
+    return this.runtime.database;
+  }
+
+  /** The payment processor client. */
+  get payproc(): Stripe {
+    return this.runtime.payproc;
+  }
+}

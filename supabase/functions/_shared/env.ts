@@ -1,0 +1,92 @@
+/**
+ * Configuration: read from the environment once, validated with zod. A value
+ * that is present but malformed fails at cold start; a missing service secret
+ * fails only the call that needs it, with 503 `not_configured`.
+ *
+ * @module
+ */
+import { z } from "zod";
+import { HttpError } from "./errors.ts";
+
+const optionalText = z.string().trim().min(1).optional();
+const optionalUrl = z.url().optional();
+const flag = z.enum(["true", "false", "1", "0"]).optional().transform((v) =>
+  v === "true" || v === "1"
+);
+const list = z.string().optional().transform((v) =>
+  (v ?? "").split(",").map((s) => s.trim()).filter((s) => s.length > 0)
+);
+
+/** Every environment variable the functions read. */
+export const EnvSchema = z.object({
+  SUPABASE_URL: optionalUrl,
+  SUPABASE_DB_URL: optionalText,
+  SUPABASE_JWT_SECRET: z.string().min(32).optional(),
+  SUPABASE_JWKS: optionalText,
+  SUPABASE_JWT_ISSUER: optionalText,
+  SUPABASE_ANON_KEY: optionalText,
+  SUPABASE_SERVICE_ROLE_KEY: optionalText,
+  SCHEDULER_TOKEN: z.string().min(32).optional(),
+  LOCAL_DEV: flag,
+  LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
+  DB_POOL_MAX: z.coerce.number().int().min(1).max(100).default(5),
+  SITE_URL: optionalUrl,
+  ALLOWED_ORIGINS: list,
+  ALLOWED_REDIRECT_ORIGINS: list,
+  PAYPROC_SECRET_KEY: optionalText,
+  PAYPROC_WEBHOOK_SECRET: optionalText,
+  PAYPROC_CONNECT_WEBHOOK_SECRET: optionalText,
+  PAYPROC_API_BASE: optionalUrl,
+  PAYPROC_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+  RESEND_API_KEY: optionalText,
+  RESEND_BASE_URL: optionalUrl,
+  EMAIL_FROM: optionalText,
+  AIMODEL_API_KEY: optionalText,
+  AIMODEL_BASE_URL: optionalUrl,
+  AIMODEL_PRIMARY: z.string().min(1).default("claude-haiku-4-5"),
+  AIMODEL_FALLBACK: z.string().min(1).default("claude-sonnet-4-5"),
+});
+
+/** Validated configuration values. */
+export type EnvValues = z.infer<typeof EnvSchema>;
+
+/** Names of the variables that may be unset until a call needs them. */
+export type OptionalEnvName = {
+  [K in keyof EnvValues]-?: undefined extends EnvValues[K] ? K : never;
+}[keyof EnvValues];
+
+/** Validated configuration with {@linkcode Env.require} for secrets a call needs. */
+export class Env {
+  /** The validated values. */
+  readonly values: EnvValues;
+
+  /** Validates `source`; throws naming every malformed variable. */
+  constructor(source: Record<string, string | undefined>) {
+    const parsed = EnvSchema.safeParse(source);
+    if (!parsed.success) {
+      const names = parsed.error.issues.map((issue) => `"${String(issue.path[0])}"`);
+      throw new Error(`Cannot read configuration: malformed ${names.join(", ")}`);
+    }
+    this.values = parsed.data;
+  }
+
+  /** The value of `name`, or a 503 `not_configured` naming the variable. */
+  require<K extends OptionalEnvName>(name: K): NonNullable<EnvValues[K]> {
+    const value = this.values[name];
+    if (value === undefined || value === null) {
+      throw new HttpError(
+        503,
+        "not_configured",
+        `Cannot serve this request: ${name} is not configured`,
+        { variable: name },
+      );
+    }
+    return value as NonNullable<EnvValues[K]>;
+  }
+
+  /** Whether `name` has a value; for reports that must never show values. */
+  has(name: keyof EnvValues): boolean {
+    const value = this.values[name];
+    return value !== undefined && !(Array.isArray(value) && value.length === 0);
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * The one error class of the functions: every failure a client sees is an
+ * {@linkcode HttpError} and goes out as `{ error: { code, message, details } }`.
+ *
+ * @module
+ */
+
+/** A failure with an HTTP status and a stable machine-readable code. */
+export class HttpError extends Error {
+  override name = "HttpError";
+
+  /** Creates an error answered with `status` and body `{ error: { code, message, details } }`. */
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details?: unknown,
+    /** Extra response headers, e.g. `Retry-After`. */
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+  }
+
+  /** The JSON body sent to the client. */
+  toBody(): ErrorBody {
+    const error: ErrorBody["error"] = { code: this.code, message: this.message };
+    if (this.details !== undefined) error.details = this.details;
+    return { error };
+  }
+}
+
+/** The documented error body. */
+export interface ErrorBody {
+  error: { code: string; message: string; details?: unknown };
+}
+
+/** 400 `invalid_input`. */
+export function invalidInput(message: string, details?: unknown): HttpError {
+  return new HttpError(400, "invalid_input", message, details);
+}
+
+/** 404 `not_found`. */
+export function notFound(message: string): HttpError {
+  return new HttpError(404, "not_found", message);
+}
+
+/** 409 `conflict`. */
+export function conflict(message: string, details?: unknown): HttpError {
+  return new HttpError(409, "conflict", message, details);
+}
+
+/** 503 `upstream_unavailable`: a service we depend on failed or timed out. */
+export function upstreamUnavailable(service: string, detail?: string): HttpError {
+  return new HttpError(
+    503,
+    "upstream_unavailable",
+    `Cannot reach the ${service}${detail ? `: ${detail}` : ""}`,
+  );
+}

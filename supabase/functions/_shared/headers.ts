@@ -1,0 +1,79 @@
+/**
+ * Response headers every function sends: the security header set (also what
+ * the frontend host should serve, see the `security-headers` function) and
+ * CORS. Computed once per runtime.
+ *
+ * @module
+ */
+
+/** Options for {@linkcode securityHeaders}. */
+export interface SecurityHeaderOptions {
+  /** The Supabase project URL, allowed for `connect-src` (REST, Realtime websockets). */
+  supabaseUrl?: string;
+}
+
+/** The security header set: CSP, HSTS, frame, sniffing, referrer and permissions policies. */
+export function securityHeaders(options: SecurityHeaderOptions = {}): Record<string, string> {
+  const connect = ["'self'", "https://api.stripe.com"];
+  if (options.supabaseUrl) {
+    const url = new URL(options.supabaseUrl);
+    connect.push(url.origin, `${url.protocol === "https:" ? "wss:" : "ws:"}//${url.host}`);
+  }
+  const csp = [
+    "default-src 'self'",
+    "script-src 'self' https://js.stripe.com",
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data: blob: https:",
+    "font-src 'self' data:",
+    `connect-src ${connect.join(" ")}`,
+    "frame-src https://js.stripe.com https://hooks.stripe.com",
+    "object-src 'none'",
+    "base-uri 'self'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+    "upgrade-insecure-requests",
+  ].join("; ");
+  return {
+    "Content-Security-Policy": csp,
+    "Strict-Transport-Security": "max-age=63072000; includeSubDomains; preload",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "strict-origin-when-cross-origin",
+    "Permissions-Policy":
+      'camera=(), microphone=(), geolocation=(), payment=(self "https://js.stripe.com")',
+  };
+}
+
+/** Request headers supabase-js and browsers send that CORS must allow. */
+const ALLOWED_REQUEST_HEADERS = "authorization, x-client-info, apikey, content-type";
+
+/** CORS policy: `*` when no origins are configured, else an allow-list. */
+export class CorsPolicy {
+  /** Creates the policy; an empty list allows every origin. */
+  constructor(private readonly origins: readonly string[]) {}
+
+  /** Headers for a response to a request from `origin`. */
+  headersFor(origin: string | null): Record<string, string> {
+    const headers: Record<string, string> = {
+      "Access-Control-Expose-Headers": "X-Request-Id, Retry-After",
+    };
+    if (this.origins.length === 0) {
+      headers["Access-Control-Allow-Origin"] = "*";
+    } else {
+      headers["Vary"] = "Origin";
+      if (origin && this.origins.includes(origin)) {
+        headers["Access-Control-Allow-Origin"] = origin;
+      }
+    }
+    return headers;
+  }
+
+  /** Extra headers for an OPTIONS preflight answer. */
+  preflightHeaders(): Record<string, string> {
+    return {
+      "Access-Control-Allow-Methods": "POST, OPTIONS",
+      "Access-Control-Allow-Headers": ALLOWED_REQUEST_HEADERS,
+      "Access-Control-Max-Age": "86400",
+    };
+  }
+}

@@ -1,0 +1,29 @@
+/**
+ * `get-price-id` (public): maps a plan-interval key (e.g. `starter_monthly`)
+ * to the payment processor's price id through the prices' lookup keys.
+ *
+ * @module
+ */
+import { PLAN_INTERVAL_KEYS } from "../../../shared/plans.ts";
+import { GetPriceIdInput } from "../../../shared/schemas.ts";
+import { invalidInput } from "../_shared/errors.ts";
+import { defineFunction } from "../_shared/function.ts";
+import { planPrices } from "../_shared/plan_prices.ts";
+
+export default defineFunction({
+  name: "get-price-id",
+  access: "public",
+  input: GetPriceIdInput,
+  async handle({ input, ctx }) {
+    if (!(PLAN_INTERVAL_KEYS as readonly string[]).includes(input.plan)) {
+      throw invalidInput(`Cannot find a price: plan "${input.plan}" is not one of our plans`, {
+        plans: PLAN_INTERVAL_KEYS,
+      });
+    }
+    const priceId = (await planPrices(ctx)).get(input.plan);
+    if (!priceId) {
+      throw invalidInput(`Cannot find a price: plan "${input.plan}" has no active price`);
+    }
+    return { priceId };
+  },
+});

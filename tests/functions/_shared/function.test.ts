@@ -1,0 +1,206 @@
+import assert from "node:assert/strict";
+import { z } from "zod";
+import { defineFunction } from "../../../supabase/functions/_shared/function.ts";
+import { HttpError } from "../../../supabase/functions/_shared/errors.ts";
+import { Runtime } from "../../../supabase/functions/_shared/runtime.ts";
+import { createTestDatabase, sqlTest } from "../../support/db.ts";
+import { createUser } from "../../support/sql.ts";
+import { testCredentials } from "../../support/credentials.ts";
+import { invoke, testRuntime } from "../../support/runtime.ts";
+
+const db = await createTestDatabase();
+const keys = await testCredentials();
+const lines: Array<Record<string, unknown>> = [];
+const base = await testRuntime(db);
+const runtime = new Runtime(
+  {
+    ...Object.fromEntries(Object.entries(base.env.values).filter(([, v]) => typeof v === "string")),
+    LOG_LEVEL: "info",
+  },
+  { logSink: (_level, line) => lines.push(JSON.parse(line)) },
+);
+await db.pool.query("create table public.factory_probe (note text)");
+
+/** A function that writes a row, so tests can assert nothing was written on failure. */
+const writer = defineFunction({
+  name: "send-email",
+  access: "system",
+  input: z.object({ note: z.string().min(2) }),
+  async handle({ input, ctx }) {
+    await ctx.db.query("insert into public.factory_probe (note) values ($1)", [input.note]);
+    return { written: input.note };
+  },
+});
+
+const thrower = defineFunction({
+  name: "test-sponsored-activation",
+  access: "admin",
+  input: z.object({ kind: z.enum(["http", "crash"]) }),
+  handle({ input }) {
+    if (input.kind === "http") throw new HttpError(409, "conflict", "Cannot do it twice");
+    throw new Error("database password is hunter2");
+  },
+});
+
+async function probeCount(): Promise<number> {
+  const { rows } = await db.pool.query("select count(*)::int as n from public.factory_probe");
+  return rows[0].n;
+}
+
+const admin = await createUser(db.pool, { admin: true });
+const adminToken = await keys.userToken(admin);
+
+sqlTest("defineFunction() answers OPTIONS preflight with CORS and security headers", async () => {
+  const res = await invoke(writer, runtime, { method: "OPTIONS" });
+  assert.equal(res.status, 204);
+  assert.equal(res.headers.get("access-control-allow-origin"), "*");
+  assert.match(res.headers.get("access-control-allow-headers") ?? "", /authorization/);
+  assert.match(res.headers.get("access-control-allow-methods") ?? "", /POST/);
+  assert.equal(res.headers.get("x-frame-options"), "DENY");
+});
+
+sqlTest("defineFunction() refuses GET with 405 method_not_allowed", async () => {
+  const res = await invoke(writer, runtime, { method: "GET", token: keys.serviceKey });
+  assert.equal(res.status, 405);
+  assert.equal(res.headers.get("allow"), "POST, OPTIONS");
+  assert.deepEqual(res.body, {
+    error: { code: "method_not_allowed", message: "Cannot GET this function: use POST" },
+  });
+});
+
+sqlTest("defineFunction() puts security headers and a request id on errors too", async () => {
+  const res = await invoke(writer, runtime, {});
+  assert.equal(res.status, 401);
+  for (
+    const name of [
+      "content-security-policy",
+      "strict-transport-security",
+      "x-content-type-options",
+      "referrer-policy",
+      "permissions-policy",
+    ]
+  ) {
+    assert.ok(res.headers.get(name), `missing ${name}`);
+  }
+  assert.match(res.headers.get("x-request-id") ?? "", /^[0-9a-f-]{36}$/);
+  assert.equal(res.headers.get("x-error-code"), null);
+});
+
+sqlTest("defineFunction() echoes a caller's X-Request-Id", async () => {
+  const res = await invoke(writer, runtime, { headers: { "x-request-id": "abc-123" } });
+  assert.equal(res.headers.get("x-request-id"), "abc-123");
+});
+
+sqlTest(
+  "defineFunction() answers 400 invalid_json for a malformed body and writes nothing",
+  async () => {
+    const res = await invoke(writer, runtime, { token: keys.serviceKey, rawBody: "{nope" });
+    assert.equal(res.status, 400);
+    assert.equal((res.body as { error: { code: string } }).error.code, "invalid_json");
+    const array = await invoke(writer, runtime, { token: keys.serviceKey, rawBody: "[1]" });
+    assert.equal(array.status, 400);
+    assert.equal((array.body as { error: { code: string } }).error.code, "invalid_json");
+    assert.equal(await probeCount(), 0);
+  },
+);
+
+sqlTest("defineFunction() answers 400 invalid_input with zod issues in details", async () => {
+  const res = await invoke(writer, runtime, { token: keys.serviceKey, body: { note: 5 } });
+  assert.equal(res.status, 400);
+  const error = (res.body as { error: { code: string; details: Array<{ path: string }> } }).error;
+  assert.equal(error.code, "invalid_input");
+  assert.equal(error.details[0]!.path, "note");
+  assert.equal(await probeCount(), 0);
+});
+
+sqlTest("defineFunction() answers 413 for a body over 1 MiB, declared or streamed", async () => {
+  const big = JSON.stringify({ note: "x".repeat(1024 * 1024) });
+  const declared = await invoke(writer, runtime, { token: keys.serviceKey, rawBody: big });
+  assert.equal(declared.status, 413);
+  assert.equal((declared.body as { error: { code: string } }).error.code, "payload_too_large");
+  const chunk = new TextEncoder().encode("x".repeat(64 * 1024));
+  let sent = 0;
+  const stream = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (sent++ > 20) controller.close();
+      else controller.enqueue(chunk);
+    },
+  });
+  const res = await writer.with(runtime)(
+    new Request("http://127.0.0.1/send-email", {
+      method: "POST",
+      headers: { authorization: `Bearer ${keys.serviceKey}` },
+      body: stream,
+    }),
+  );
+  assert.equal(res.status, 413);
+  await res.body?.cancel();
+  assert.equal(await probeCount(), 0);
+});
+
+sqlTest("defineFunction() runs the handler and answers its JSON with 200", async () => {
+  const res = await invoke(writer, runtime, { token: keys.serviceKey, body: { note: "hello" } });
+  assert.equal(res.status, 200);
+  assert.deepEqual(res.body, { written: "hello" });
+  assert.equal(res.headers.get("content-type"), "application/json");
+  assert.equal(await probeCount(), 1);
+});
+
+sqlTest(
+  "defineFunction() passes an HttpError through and hides anything else as 500 internal",
+  async () => {
+    const conflict = await invoke(thrower, runtime, { token: adminToken, body: { kind: "http" } });
+    assert.equal(conflict.status, 409);
+    assert.deepEqual(conflict.body, { error: { code: "conflict", message: "Cannot do it twice" } });
+    lines.length = 0;
+    const crash = await invoke(thrower, runtime, { token: adminToken, body: { kind: "crash" } });
+    assert.equal(crash.status, 500);
+    const error = (crash.body as { error: { code: string; message: string } }).error;
+    assert.equal(error.code, "internal");
+    assert.doesNotMatch(JSON.stringify(crash.body), /hunter2/);
+    const logged = lines.find((line) => line.msg === "request failed");
+    assert.equal(logged?.request_id, crash.headers.get("x-request-id"));
+  },
+);
+
+sqlTest("defineFunction() logs one JSON line per request with status and duration", async () => {
+  lines.length = 0;
+  await invoke(writer, runtime, { token: keys.serviceKey, body: { note: "log me" } });
+  const requests = lines.filter((line) => line.msg === "request");
+  assert.equal(requests.length, 1);
+  const line = requests[0]!;
+  assert.equal(line.function, "send-email");
+  assert.equal(line.status, 200);
+  assert.equal(line.caller, "service");
+  assert.equal(typeof line.duration_ms, "number");
+  assert.doesNotMatch(JSON.stringify(lines), new RegExp(keys.serviceKey.split(".")[2]!));
+});
+
+sqlTest("defineFunction() answers 503 not_configured naming a missing variable", async () => {
+  const bare = new Runtime({
+    LOG_LEVEL: "silent",
+    SUPABASE_JWT_SECRET: "test-jwt-secret-that-is-at-least-32-characters",
+  });
+  const res = await invoke(writer, bare, { token: keys.serviceKey, body: { note: "zz" } });
+  assert.equal(res.status, 503);
+  assert.deepEqual(res.body, {
+    error: {
+      code: "not_configured",
+      message: "Cannot serve this request: SUPABASE_DB_URL is not configured",
+      details: { variable: "SUPABASE_DB_URL" },
+    },
+  });
+});
+
+sqlTest("defineFunction() refuses a definition whose access differs from the catalog", () => {
+  assert.throws(
+    () => defineFunction({ name: "test-env", access: "public", handle: () => ({}) }),
+    /differs from the catalog/,
+  );
+  return Promise.resolve();
+});
+
+sqlTest("Runtime() fails at construction on a malformed variable, naming it", () => {
+  assert.throws(() => new Runtime({ SUPABASE_URL: "not a url" }), /"SUPABASE_URL"/);
+  return Promise.resolve();
+});

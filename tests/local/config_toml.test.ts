@@ -1,0 +1,34 @@
+import assert from "node:assert/strict";
+import { readVerifyJwt } from "../../local/config_toml.ts";
+import { loadFunctions } from "../../local/functions.ts";
+import { CONFIG_TOML_PATH } from "../../local/paths.ts";
+import { FUNCTIONS } from "../../shared/functions.ts";
+
+Deno.test("readVerifyJwt() reads [functions.<name>] blocks and ignores the rest", () => {
+  const flags = readVerifyJwt(`
+[api]
+verify_jwt = false # not a function
+[functions.a]
+verify_jwt = false
+[functions."b-c"]
+# comment
+verify_jwt = true
+[functions.d]
+`);
+  assert.deepEqual([...flags], [["a", false], ["b-c", true], ["d", true]]);
+});
+
+Deno.test("config.toml has a block for every function, verify_jwt = false only for non-JWT credentials", async () => {
+  const flags = readVerifyJwt(await Deno.readTextFile(CONFIG_TOML_PATH));
+  const functions = await loadFunctions();
+  for (const [name, fn] of functions) {
+    assert.ok(flags.has(name), `config.toml lacks [functions.${name}]`);
+    const access = fn.definition.access;
+    const needsOwnCredential = access === "webhook" || access === "scheduled";
+    assert.equal(flags.get(name), !needsOwnCredential, `verify_jwt of ${name} (${access})`);
+    assert.equal(FUNCTIONS[fn.definition.name].access, access);
+  }
+  for (const name of flags.keys()) {
+    assert.ok(functions.has(name), `config.toml names unknown ${name}`);
+  }
+});

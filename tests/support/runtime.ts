@@ -1,0 +1,73 @@
+/**
+ * A runtime for handler tests: the test database, the test project's keys,
+ * and any service doubles the test passes through `env`.
+ *
+ * @module
+ */
+import { Runtime } from "../../supabase/functions/_shared/runtime.ts";
+import type { EdgeFunction } from "../../supabase/functions/_shared/function.ts";
+import type { TestDatabase } from "./db.ts";
+import { TEST_JWT_SECRET, testCredentials } from "./credentials.ts";
+
+/** Builds a runtime on `db`; `env` adds or overrides variables (e.g. doubles' URLs). */
+export async function testRuntime(
+  db: TestDatabase,
+  env: Record<string, string | undefined> = {},
+): Promise<Runtime> {
+  const keys = await testCredentials();
+  return new Runtime({
+    SUPABASE_URL: "http://127.0.0.1:9",
+    SUPABASE_DB_URL: db.url,
+    SUPABASE_JWT_SECRET: TEST_JWT_SECRET,
+    SUPABASE_JWKS: JSON.stringify(keys.jwks),
+    SUPABASE_ANON_KEY: keys.anonKey,
+    SUPABASE_SERVICE_ROLE_KEY: keys.serviceKey,
+    SCHEDULER_TOKEN: keys.schedulerToken,
+    SITE_URL: "http://localhost:5173",
+    LOG_LEVEL: "silent",
+    ...env,
+  });
+}
+
+/** What {@linkcode invoke} returns: status, headers and the parsed JSON body. */
+export interface Invocation<T = Record<string, unknown>> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+/** Options for {@linkcode invoke}. */
+export interface InvokeOptions {
+  body?: unknown;
+  /** Bearer token; omitted: no Authorization header. */
+  token?: string;
+  method?: string;
+  headers?: Record<string, string>;
+  /** A raw body string (overrides `body`). */
+  rawBody?: string;
+}
+
+/** Calls a function's handler in-process, as the gateway would. */
+export async function invoke<T = Record<string, unknown>>(
+  fn: EdgeFunction,
+  runtime: Runtime,
+  options: InvokeOptions = {},
+): Promise<Invocation<T>> {
+  const headers = new Headers(options.headers);
+  if (options.token) headers.set("authorization", `Bearer ${options.token}`);
+  const method = options.method ?? "POST";
+  let body: string | undefined = options.rawBody;
+  if (body === undefined && options.body !== undefined) {
+    body = JSON.stringify(options.body);
+    headers.set("content-type", "application/json");
+  }
+  const res = await fn.with(runtime)(
+    new Request(`http://127.0.0.1/${fn.definition.name}`, {
+      method,
+      headers,
+      body: method === "GET" || method === "HEAD" ? undefined : body,
+    }),
+  );
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: (text ? JSON.parse(text) : null) as T };
+}
