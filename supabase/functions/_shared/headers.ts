@@ -47,25 +47,27 @@ export function securityHeaders(options: SecurityHeaderOptions = {}): Record<str
 /** Request headers supabase-js and browsers send that CORS must allow. */
 const ALLOWED_REQUEST_HEADERS = "authorization, x-client-info, apikey, content-type";
 
+/** A list of response header name/value pairs. */
+export type HeaderPairs = Array<[string, string]>;
+
+const EXPOSE: [string, string] = [
+  "Access-Control-Expose-Headers",
+  "X-Request-Id, Retry-After",
+];
+
 /** CORS policy: `*` when no origins are configured, else an allow-list. */
 export class CorsPolicy {
+  private readonly anyOrigin: HeaderPairs = [EXPOSE, ["Access-Control-Allow-Origin", "*"]];
+  private readonly unlisted: HeaderPairs = [EXPOSE, ["Vary", "Origin"]];
+
   /** Creates the policy; an empty list allows every origin. */
   constructor(private readonly origins: readonly string[]) {}
 
   /** Headers for a response to a request from `origin`. */
-  headersFor(origin: string | null): Record<string, string> {
-    const headers: Record<string, string> = {
-      "Access-Control-Expose-Headers": "X-Request-Id, Retry-After",
-    };
-    if (this.origins.length === 0) {
-      headers["Access-Control-Allow-Origin"] = "*";
-    } else {
-      headers["Vary"] = "Origin";
-      if (origin && this.origins.includes(origin)) {
-        headers["Access-Control-Allow-Origin"] = origin;
-      }
-    }
-    return headers;
+  headersFor(origin: string | null): HeaderPairs {
+    if (this.origins.length === 0) return this.anyOrigin;
+    if (!origin || !this.origins.includes(origin)) return this.unlisted;
+    return [...this.unlisted, ["Access-Control-Allow-Origin", origin]];
   }
 
   /** Extra headers for an OPTIONS preflight answer. */

@@ -115,7 +115,11 @@ sqlTest("defineFunction() answers 400 invalid_input with zod issues in details",
 
 sqlTest("defineFunction() answers 413 for a body over 1 MiB, declared or streamed", async () => {
   const big = JSON.stringify({ note: "x".repeat(1024 * 1024) });
-  const declared = await invoke(writer, runtime, { token: keys.serviceKey, rawBody: big });
+  const declared = await invoke(writer, runtime, {
+    token: keys.serviceKey,
+    rawBody: big,
+    headers: { "content-length": String(big.length) },
+  });
   assert.equal(declared.status, 413);
   assert.equal((declared.body as { error: { code: string } }).error.code, "payload_too_large");
   const chunk = new TextEncoder().encode("x".repeat(64 * 1024));
