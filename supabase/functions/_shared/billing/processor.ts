@@ -1,0 +1,22 @@
+/**
+ * Small helpers around processor calls.
+ *
+ * @module
+ */
+import { isPayprocError } from "../payproc.ts";
+
+/** Whether the processor answered that the object does not exist. */
+export function isMissing(error: unknown): boolean {
+  return isPayprocError(error) &&
+    (error.statusCode === 404 || error.code === "resource_missing");
+}
+
+/** The call's result, or null when the processor says the object does not exist. */
+export async function orNullIfMissing<T>(call: Promise<T>): Promise<T | null> {
+  try {
+    return await call;
+  } catch (error) {
+    if (isMissing(error)) return null;
+    throw error;
+  }
+}

@@ -1,0 +1,542 @@
+import assert from "node:assert/strict";
+import Stripe from "stripe";
+import { payprocClient, PayprocDouble } from "./payproc_double.ts";
+
+const WEBHOOK_SECRET = "whsec_test_double_secret";
+
+Deno.test("prices: lookup by lookup key, with the product expanded", async () => {
+  await using double = new PayprocDouble();
+  const monthly = double.addPrice({
+    lookupKey: "pro_monthly",
+    unitAmount: 1500,
+    interval: "month",
+    productName: "Pro",
+  });
+  double.addPrice({
+    lookupKey: "pro_yearly",
+    unitAmount: 15000,
+    interval: "year",
+    productName: "Pro",
+  });
+  const stripe = payprocClient(double);
+
+  const prices = await stripe.prices.list({
+    lookup_keys: ["pro_monthly"],
+    active: true,
+    expand: ["data.product"],
+  });
+
+  assert.equal(prices.object, "list");
+  assert.equal(prices.data.length, 1);
+  const [price] = prices.data;
+  assert.equal(price?.id, monthly.id);
+  assert.match(price!.id, /^price_/);
+  assert.equal(price?.unit_amount, 1500);
+  assert.deepEqual(price?.recurring, {
+    interval: "month",
+    interval_count: 1,
+    meter: null,
+    trial_period_days: null,
+    usage_type: "licensed",
+  });
+  assert.equal((price?.product as Stripe.Product).name, "Pro");
+  assert.equal((await stripe.prices.retrieve(monthly.id)).lookup_key, "pro_monthly");
+});
+
+Deno.test("customers: an Idempotency-Key replay returns the first response and creates nothing", async () => {
+  await using double = new PayprocDouble();
+  const stripe = payprocClient(double);
+  const params = { email: "ada@example.test", metadata: { user_id: "u_1" } };
+
+  const first = await stripe.customers.create(params, { idempotencyKey: "signup-u_1" });
+  const again = await stripe.customers.create(params, { idempotencyKey: "signup-u_1" });
+
+  assert.match(first.id, /^cus_/);
+  assert.equal(again.id, first.id);
+  assert.equal(again.lastResponse.requestId, first.lastResponse.requestId);
+  assert.equal(double.createdCount("customer"), 1);
+  await assert.rejects(
+    stripe.customers.create({ email: "other@example.test" }, { idempotencyKey: "signup-u_1" }),
+    (error: unknown) =>
+      error instanceof Stripe.errors.StripeIdempotencyError && error.statusCode === 400,
+  );
+});
+
+Deno.test("customers: a create the client timed out on still happened, and its retry replays it", async () => {
+  await using double = new PayprocDouble();
+  const stripe = payprocClient(double, undefined, { timeout: 100 });
+  double.failNext({ method: "POST", path: "/v1/customers", delayMs: 300 });
+
+  await assert.rejects(
+    stripe.customers.create({ email: "ada@example.test" }, { idempotencyKey: "signup-u_1" }),
+    Stripe.errors.StripeConnectionError,
+  );
+  await double.idle();
+  assert.equal(double.createdCount("customer"), 1);
+  const retried = await stripe.customers.create({ email: "ada@example.test" }, {
+    idempotencyKey: "signup-u_1",
+  });
+  assert.equal(retried.id, double.all("customer")[0]?.id);
+  assert.equal(double.createdCount("customer"), 1);
+});
+
+Deno.test("customers: list by email, search by metadata, deleted customers", async () => {
+  await using double = new PayprocDouble();
+  const stripe = payprocClient(double);
+  const ada = await stripe.customers.create({
+    email: "ada@example.test",
+    metadata: { user_id: "u_1" },
+  });
+  await stripe.customers.create({ email: "bob@example.test", metadata: { user_id: "u_2" } });
+
+  assert.deepEqual(
+    (await stripe.customers.list({ email: "ada@example.test" })).data.map((c) => c.id),
+    [ada.id],
+  );
+  const found = await stripe.customers.search({
+    query: "metadata['user_id']:'u_1' AND email:'ada@example.test'",
+  });
+  assert.equal(found.object, "search_result");
+  assert.deepEqual(found.data.map((c) => c.id), [ada.id]);
+
+  await stripe.customers.del(ada.id);
+  const deleted = await stripe.customers.retrieve(ada.id);
+  assert.equal(deleted.deleted, true);
+  assert.equal(
+    (await stripe.customers.search({ query: "metadata['user_id']:'u_1'" })).data.length,
+    0,
+  );
+  await assert.rejects(
+    stripe.customers.update(ada.id, { name: "Ada" }),
+    (error: unknown) =>
+      error instanceof Stripe.errors.StripeInvalidRequestError &&
+      error.code === "resource_missing" && error.statusCode === 404,
+  );
+});
+
+Deno.test("checkout: a completed subscription session yields a subscription whose items carry the period", async () => {
+  await using double = new PayprocDouble();
+  const price = double.addPrice({ lookupKey: "pro_monthly", unitAmount: 1500, interval: "month" });
+  const stripe = payprocClient(double);
+  const customer = await stripe.customers.create({ email: "ada@example.test" });
+
+  const session = await stripe.checkout.sessions.create({
+    mode: "subscription",
+    customer: customer.id,
+    client_reference_id: "u_1",
+    line_items: [{ price: price.id, quantity: 1 }],
+    metadata: { user_id: "u_1" },
+    subscription_data: { metadata: { user_id: "u_1" } },
+    success_url: "https://app.example.test/ok",
+    cancel_url: "https://app.example.test/cancel",
+  });
+  assert.match(session.id, /^cs_test_/);
+  assert.equal(session.url, `${double.url}/checkout/${session.id}`);
+  assert.equal(session.status, "open");
+  assert.equal((await fetch(session.url!).then((r) => r.text())).includes(session.id), true);
+
+  const [recorded] = double.requestsTo("POST", "/v1/checkout/sessions");
+  assert.deepEqual(recorded?.body, {
+    mode: "subscription",
+    customer: customer.id,
+    client_reference_id: "u_1",
+    line_items: [{ price: price.id, quantity: "1" }],
+    metadata: { user_id: "u_1" },
+    subscription_data: { metadata: { user_id: "u_1" } },
+    success_url: "https://app.example.test/ok",
+    cancel_url: "https://app.example.test/cancel",
+  });
+
+  const completed = double.completeCheckout(session.id);
+  assert.equal(completed.session.status, "complete");
+  const subscription = await stripe.subscriptions.retrieve(completed.subscription!.id, {
+    expand: ["latest_invoice"],
+  });
+  assert.equal(subscription.status, "active");
+  assert.equal(subscription.customer, customer.id);
+  assert.deepEqual(subscription.metadata, { user_id: "u_1" });
+  assert.equal("current_period_end" in subscription, false);
+  const [item] = subscription.items.data;
+  assert.match(item!.id, /^si_/);
+  assert.equal(item?.price.id, price.id);
+  assert.ok(item!.current_period_end > item!.current_period_start);
+  const invoice = subscription.latest_invoice as Stripe.Invoice;
+  assert.equal(invoice.status, "paid");
+  assert.equal(invoice.amount_paid, 1500);
+  assert.equal(invoice.parent?.subscription_details?.subscription, subscription.id);
+
+  const retrieved = await stripe.checkout.sessions.retrieve(session.id);
+  assert.equal(retrieved.subscription, subscription.id);
+  assert.equal(retrieved.payment_status, "paid");
+});
+
+Deno.test("checkout: payment mode creates a succeeded payment intent; recurring prices are rejected", async () => {
+  await using double = new PayprocDouble();
+  const oneTime = double.addPrice({ unitAmount: 2500 });
+  const monthly = double.addPrice({ unitAmount: 900, interval: "month" });
+  const stripe = payprocClient(double);
+
+  const session = await stripe.checkout.sessions.create({
+    mode: "payment",
+    customer_email: "buyer@example.test",
+    line_items: [{ price: oneTime.id, quantity: 2 }],
+    payment_intent_data: { metadata: { order_id: "o_1" }, transfer_group: "order_o_1" },
+    success_url: "https://app.example.test/ok",
+  });
+  assert.equal(session.amount_total, 5000);
+  const { paymentIntent } = double.completeCheckout(session.id);
+  const pi = await stripe.paymentIntents.retrieve(paymentIntent!.id);
+  assert.equal(pi.status, "succeeded");
+  assert.equal(pi.amount_received, 5000);
+  assert.equal(pi.transfer_group, "order_o_1");
+  assert.deepEqual(pi.metadata, { order_id: "o_1" });
+  assert.match(pi.latest_charge as string, /^ch_/);
+
+  await assert.rejects(
+    stripe.checkout.sessions.create({
+      mode: "payment",
+      line_items: [{ price: monthly.id, quantity: 1 }],
+    }),
+    (error: unknown) =>
+      error instanceof Stripe.errors.StripeInvalidRequestError &&
+      /recurring price/.test(error.message),
+  );
+});
+
+Deno.test("subscriptions: list filters by customer and status and paginates with starting_after", async () => {
+  await using double = new PayprocDouble();
+  double.addPrice({ lookupKey: "basic", unitAmount: 500, interval: "month" });
+  const customer = double.addCustomer({ email: "ada@example.test" });
+  const other = double.addCustomer({ email: "bob@example.test" });
+  const ids = [1, 2, 3].map(() =>
+    double.addSubscription({ customer: customer.id, lookupKey: "basic" }).id
+  );
+  const canceled = double.addSubscription({
+    customer: customer.id,
+    lookupKey: "basic",
+    status: "canceled",
+  });
+  double.addSubscription({ customer: other.id, lookupKey: "basic" });
+  const stripe = payprocClient(double);
+
+  const page1 = await stripe.subscriptions.list({ customer: customer.id, limit: 2 });
+  assert.equal(page1.has_more, true);
+  const page2 = await stripe.subscriptions.list({
+    customer: customer.id,
+    limit: 2,
+    starting_after: page1.data.at(-1)!.id,
+  });
+  assert.equal(page2.has_more, false);
+  assert.deepEqual([...page1.data, ...page2.data].map((s) => s.id), [...ids].reverse());
+  const all = await stripe.subscriptions.list({ customer: customer.id, status: "all" });
+  assert.equal(all.data.length, 4);
+  assert.ok(all.data.some((s) => s.id === canceled.id));
+});
+
+Deno.test("subscriptions: update and cancel through the API, processor-side changes through helpers", async () => {
+  await using double = new PayprocDouble();
+  double.addPrice({ lookupKey: "basic", unitAmount: 500, interval: "month" });
+  const pro = double.addPrice({ lookupKey: "pro", unitAmount: 1500, interval: "month" });
+  const customer = double.addCustomer();
+  const seeded = double.addSubscription({
+    customer: customer.id,
+    lookupKey: "basic",
+    periodStart: 1_800_000_000,
+    periodEnd: 1_802_592_000,
+  });
+  const stripe = payprocClient(double);
+
+  const updated = await stripe.subscriptions.update(seeded.id, {
+    cancel_at_period_end: true,
+    metadata: { reason: "price" },
+  });
+  assert.equal(updated.cancel_at_period_end, true);
+  assert.equal(updated.cancel_at, 1_802_592_000);
+  assert.equal(updated.metadata.reason, "price");
+
+  const switched = await stripe.subscriptions.update(seeded.id, {
+    items: [{ id: seeded.items.data[0]!.id, price: pro.id }],
+  });
+  assert.equal(switched.items.data[0]?.price.id, pro.id);
+
+  const renewed = double.updateSubscription(seeded.id, {
+    status: "past_due",
+    periodStart: 1_802_592_000,
+    periodEnd: 1_805_270_400,
+  });
+  assert.equal(renewed.items.data[0]?.current_period_end, 1_805_270_400);
+  assert.equal((await stripe.subscriptions.retrieve(seeded.id)).status, "past_due");
+
+  const canceled = await stripe.subscriptions.cancel(seeded.id);
+  assert.equal(canceled.status, "canceled");
+  assert.ok(canceled.ended_at);
+  await assert.rejects(
+    stripe.subscriptions.update(seeded.id, { cancel_at_period_end: false }),
+    (error: unknown) =>
+      error instanceof Stripe.errors.StripeInvalidRequestError &&
+      error.param === "cancel_at_period_end",
+  );
+});
+
+Deno.test("invoices: list by subscription and created[gt]", async () => {
+  await using double = new PayprocDouble();
+  double.addPrice({ lookupKey: "basic", unitAmount: 500, interval: "month" });
+  const customer = double.addCustomer();
+  const sub = double.addSubscription({
+    customer: customer.id,
+    lookupKey: "basic",
+    withInvoice: false,
+  });
+  double.addInvoice({
+    customer: customer.id,
+    subscription: sub.id,
+    amount: 500,
+    created: 1_800_000_000,
+  });
+  const recent = double.addInvoice({
+    customer: customer.id,
+    subscription: sub.id,
+    amount: 500,
+    created: 1_802_000_000,
+    status: "open",
+  });
+  double.addInvoice({ customer: customer.id, amount: 100, created: 1_803_000_000 });
+  const stripe = payprocClient(double);
+
+  const found = await stripe.invoices.list({
+    subscription: sub.id,
+    created: { gt: 1_801_000_000 },
+  });
+  assert.deepEqual(found.data.map((i) => i.id), [recent.id]);
+  assert.match(recent.id, /^in_/);
+  assert.equal(
+    (await stripe.invoices.list({ customer: customer.id, status: "paid" })).data.length,
+    2,
+  );
+  assert.equal((await stripe.invoices.retrieve(recent.id)).amount_remaining, 500);
+});
+
+Deno.test("webhooks: signed events verify with the SDK's constructEventAsync", async () => {
+  await using double = new PayprocDouble();
+  double.addPrice({ lookupKey: "basic", unitAmount: 500, interval: "month" });
+  const customer = double.addCustomer();
+  const sub = double.addSubscription({ customer: customer.id, lookupKey: "basic" });
+  const stripe = payprocClient(double);
+
+  const event = double.event(
+    "customer.subscription.updated",
+    double.updateSubscription(sub.id, { status: "past_due" }),
+    {
+      previousAttributes: { status: "active" },
+    },
+  );
+  const signed = await double.signedWebhook(event, WEBHOOK_SECRET);
+  const verified = await stripe.webhooks.constructEventAsync(
+    signed.body,
+    signed.headers["stripe-signature"],
+    WEBHOOK_SECRET,
+    undefined,
+    Stripe.createSubtleCryptoProvider(),
+  );
+  assert.match(verified.id, /^evt_/);
+  assert.equal(verified.api_version, Stripe.API_VERSION);
+  assert.equal(verified.type, "customer.subscription.updated");
+  assert.equal((verified.data.object as Stripe.Subscription).status, "past_due");
+  assert.equal((await stripe.events.retrieve(event.id)).id, event.id);
+
+  const stale = await double.signedWebhook(event, WEBHOOK_SECRET, {
+    timestamp: Math.floor(Date.now() / 1000) - 3600,
+  });
+  await assert.rejects(
+    stripe.webhooks.constructEventAsync(
+      stale.body,
+      stale.headers["stripe-signature"],
+      WEBHOOK_SECRET,
+      undefined,
+      Stripe.createSubtleCryptoProvider(),
+    ),
+    Stripe.errors.StripeSignatureVerificationError,
+  );
+});
+
+Deno.test("connect: account, account link, login link after onboarding", async () => {
+  await using double = new PayprocDouble();
+  const stripe = payprocClient(double);
+
+  const account = await stripe.accounts.create({
+    controller: {
+      stripe_dashboard: { type: "express" },
+      fees: { payer: "application" },
+      losses: { payments: "application" },
+    },
+    email: "seller@example.test",
+    capabilities: { transfers: { requested: true } },
+    metadata: { seller_id: "s_1" },
+  });
+  assert.match(account.id, /^acct_/);
+  assert.equal(account.charges_enabled, false);
+  assert.ok(account.requirements?.currently_due?.length);
+
+  const link = await stripe.accountLinks.create({
+    account: account.id,
+    type: "account_onboarding",
+    refresh_url: "https://app.example.test/refresh",
+    return_url: "https://app.example.test/return",
+  });
+  assert.equal(link.object, "account_link");
+  assert.ok(link.url.startsWith(`${double.url}/connect/`));
+  assert.ok(link.expires_at > link.created);
+
+  await assert.rejects(
+    stripe.accounts.createLoginLink(account.id),
+    Stripe.errors.StripeInvalidRequestError,
+  );
+  double.setAccount(account.id, {
+    requirements: { currently_due: ["external_account"], past_due: [], disabled_reason: null },
+    details_submitted: true,
+  });
+  assert.deepEqual((await stripe.accounts.retrieve(account.id)).requirements?.currently_due, [
+    "external_account",
+  ]);
+  double.completeOnboarding(account.id);
+  const onboarded = await stripe.accounts.retrieve(account.id);
+  assert.equal(onboarded.payouts_enabled, true);
+  assert.equal(onboarded.capabilities?.transfers, "active");
+  const login = await stripe.accounts.createLoginLink(account.id);
+  assert.equal(login.object, "login_link");
+  assert.equal(double.createdCount("login_link"), 1);
+});
+
+Deno.test("payments: payment intent capture, partial refund, transfer from the charge", async () => {
+  await using double = new PayprocDouble();
+  const seller = double.addAccount();
+  double.completeOnboarding(seller.id);
+  const stripe = payprocClient(double);
+
+  const created = await stripe.paymentIntents.create({
+    amount: 10_000,
+    currency: "usd",
+    capture_method: "manual",
+    metadata: { order_id: "o_1" },
+    transfer_group: "order_o_1",
+  });
+  assert.match(created.id, /^pi_/);
+  assert.equal(created.status, "requires_payment_method");
+  double.setPaymentIntentStatus(created.id, "requires_capture");
+  const captured = await stripe.paymentIntents.capture(created.id);
+  assert.equal(captured.status, "succeeded");
+  const chargeId = captured.latest_charge as string;
+
+  const refund = await stripe.refunds.create({
+    payment_intent: created.id,
+    amount: 2_000,
+    metadata: { reason: "late" },
+  });
+  assert.match(refund.id, /^re_/);
+  assert.equal(refund.status, "succeeded");
+  assert.equal((await stripe.refunds.retrieve(refund.id)).amount, 2_000);
+  assert.equal((await stripe.charges.retrieve(chargeId)).amount_refunded, 2_000);
+
+  const transfer = await stripe.transfers.create({
+    amount: 7_000,
+    currency: "usd",
+    destination: seller.id,
+    source_transaction: chargeId,
+    transfer_group: "order_o_1",
+  });
+  assert.match(transfer.id, /^tr_/);
+  assert.equal((await stripe.transfers.retrieve(transfer.id)).destination, seller.id);
+  await assert.rejects(
+    stripe.transfers.create({
+      amount: 2_000,
+      currency: "usd",
+      destination: seller.id,
+      source_transaction: chargeId,
+    }),
+    (error: unknown) =>
+      error instanceof Stripe.errors.StripeInvalidRequestError &&
+      error.code === "balance_insufficient",
+  );
+  await assert.rejects(
+    stripe.paymentIntents.cancel(created.id),
+    (error: unknown) =>
+      error instanceof Stripe.errors.StripeInvalidRequestError &&
+      error.code === "payment_intent_unexpected_state",
+  );
+});
+
+Deno.test("billing portal: a session for the customer with its url", async () => {
+  await using double = new PayprocDouble();
+  const customer = double.addCustomer();
+  const stripe = payprocClient(double);
+  const portal = await stripe.billingPortal.sessions.create({
+    customer: customer.id,
+    return_url: "https://app.example.test/account",
+  });
+  assert.match(portal.id, /^bps_/);
+  assert.ok(portal.url.startsWith(`${double.url}/billing_portal/`));
+  assert.equal(portal.return_url, "https://app.example.test/account");
+});
+
+Deno.test("errors: auth, unknown parameters and missing resources answer the API's envelope", async () => {
+  await using double = new PayprocDouble();
+  await assert.rejects(
+    payprocClient(double, "pk_test_wrong").customers.list(),
+    (error: unknown) =>
+      error instanceof Stripe.errors.StripeAuthenticationError && error.statusCode === 401,
+  );
+  const stripe = payprocClient(double);
+  await assert.rejects(
+    stripe.customers.create({ emial: "typo@example.test" } as Stripe.CustomerCreateParams),
+    (error: unknown) =>
+      error instanceof Stripe.errors.StripeInvalidRequestError &&
+      error.code === "parameter_unknown" && error.param === "emial",
+  );
+  await assert.rejects(
+    stripe.subscriptions.retrieve("sub_missing"),
+    (error: unknown) =>
+      error instanceof Stripe.errors.StripeInvalidRequestError && error.statusCode === 404 &&
+      error.code === "resource_missing" &&
+      error.message === "No such subscription: 'sub_missing'",
+  );
+  const raw = await fetch(`${double.url}/v1/customers/cus_missing`, {
+    headers: { authorization: "Bearer sk_test_x" },
+  });
+  assert.equal(raw.status, 404);
+  assert.deepEqual((await raw.json()).error.type, "invalid_request_error");
+});
+
+Deno.test("failNext: an injected 500 surfaces as StripeAPIError, and the next request succeeds", async () => {
+  await using double = new PayprocDouble();
+  const stripe = payprocClient(double);
+  double.failNext({ method: "POST", path: "/v1/customers", status: 500 });
+
+  await assert.rejects(
+    stripe.customers.create({ email: "ada@example.test" }),
+    (error: unknown) => error instanceof Stripe.errors.StripeAPIError && error.statusCode === 500,
+  );
+  assert.equal(double.createdCount("customer"), 0);
+  await stripe.customers.create({ email: "ada@example.test" });
+  assert.equal(double.createdCount("customer"), 1);
+  assert.equal(double.requestsTo("POST", "/v1/customers").length, 2);
+
+  double.failNext({ path: /^\/v1\/prices/, status: 429, times: 2 });
+  await assert.rejects(stripe.prices.list(), Stripe.errors.StripeRateLimitError);
+  await assert.rejects(stripe.prices.list(), Stripe.errors.StripeRateLimitError);
+  assert.equal((await stripe.prices.list()).object, "list");
+});
+
+Deno.test("failNext: a delayed response trips the SDK's timeout", async () => {
+  await using double = new PayprocDouble();
+  const stripe = payprocClient(double, undefined, { timeout: 150 });
+  double.failNext({ path: "/v1/customers", delayMs: 5_000 });
+
+  const started = Date.now();
+  await assert.rejects(
+    stripe.customers.list(),
+    (error: unknown) =>
+      error instanceof Stripe.errors.StripeConnectionError && /timeout/.test(error.message),
+  );
+  assert.ok(Date.now() - started < 2_000);
+  assert.equal((await stripe.customers.list()).object, "list");
+});

@@ -1,0 +1,119 @@
+/**
+ * Refunds: create against a payment intent's (or charge's) captured,
+ * not yet refunded amount; retrieve, update metadata, list.
+ *
+ * @module
+ */
+import type { FormObject } from "../../http_double.ts";
+import { invalidRequest } from "../errors.ts";
+import { filterCreated, listPage } from "../lists.ts";
+import { applyMetadata, optInt, optString, requireOneOf } from "../params.ts";
+import { type Route, route } from "../router.ts";
+import type { PayprocStore } from "../store.ts";
+import type { KindMap } from "../types.ts";
+
+/** Creates a refund against a payment intent's (or a charge's) captured amount. */
+export function createRefund(store: PayprocStore, params: FormObject): KindMap["refund"] {
+  const piId = optString(params, "payment_intent");
+  const chargeId = optString(params, "charge");
+  if (!piId && !chargeId) {
+    throw invalidRequest(
+      "One of the following params should be provided for this request: payment_intent or charge.",
+    );
+  }
+  const pi = piId ? store.require("payment_intent", piId, "payment_intent") : undefined;
+  const latest = pi ? pi.latest_charge : chargeId;
+  const charge = typeof latest === "string" ? store.require("charge", latest, "charge") : undefined;
+  if (!charge || !charge.captured) {
+    throw invalidRequest(
+      `This PaymentIntent (${piId}) does not have a successful charge to refund.`,
+      "payment_intent",
+    );
+  }
+  const remaining = charge.amount_captured - charge.amount_refunded;
+  if (remaining <= 0) {
+    throw invalidRequest(
+      `Charge ${charge.id} has already been refunded.`,
+      "charge",
+      "charge_already_refunded",
+    );
+  }
+  const amount = optInt(params, "amount") ?? remaining;
+  if (amount > remaining) {
+    throw invalidRequest(
+      `Refund amount (${amount}) is greater than unrefunded amount on charge (${remaining})`,
+      "amount",
+    );
+  }
+  charge.amount_refunded += amount;
+  charge.refunded = charge.amount_refunded === charge.amount_captured;
+  const reason = optString(params, "reason");
+  return store.put("refund", {
+    id: store.newId("re_"),
+    object: "refund",
+    amount,
+    balance_transaction: store.newId("txn_"),
+    charge: charge.id,
+    created: store.now(),
+    currency: charge.currency,
+    customer: charge.customer,
+    customer_account: null,
+    metadata: applyMetadata({}, params),
+    payment_intent: typeof charge.payment_intent === "string" ? charge.payment_intent : null,
+    payment_method: charge.payment_method,
+    reason: reason
+      ? requireOneOf(
+        reason,
+        ["duplicate", "fraudulent", "requested_by_customer"] as const,
+        "reason",
+      )
+      : null,
+    receipt_number: null,
+    source_transfer_reversal: null,
+    status: "succeeded",
+    transfer_reversal: null,
+  });
+}
+
+/** The refund endpoints. */
+export const refundRoutes: Route[] = [
+  route(
+    "POST",
+    "/v1/refunds",
+    [
+      "amount",
+      "charge",
+      "currency",
+      "customer",
+      "instructions_email",
+      "metadata",
+      "origin",
+      "payment_intent",
+      "reason",
+      "refund_application_fee",
+      "reverse_transfer",
+    ],
+    ({ store, params }) => createRefund(store, params),
+  ),
+  route("GET", "/v1/refunds/:id", [], ({ store, path }) => store.require("refund", path.id)),
+  route("POST", "/v1/refunds/:id", ["metadata"], ({ store, path, params }) => {
+    const refund = store.require("refund", path.id);
+    refund.metadata = applyMetadata(refund.metadata ?? {}, params);
+    return refund;
+  }),
+  route("GET", "/v1/refunds", [
+    "charge",
+    "created",
+    "ending_before",
+    "limit",
+    "payment_intent",
+    "starting_after",
+  ], ({ store, params }) => {
+    const pi = optString(params, "payment_intent");
+    const charge = optString(params, "charge");
+    const found = filterCreated(store.all("refund"), params).filter((r) =>
+      (pi === undefined || r.payment_intent === pi) && (charge === undefined || r.charge === charge)
+    );
+    return listPage(found, params, "/v1/refunds");
+  }),
+];
