@@ -7,7 +7,12 @@
  * The table page runs as `service_role`: RLS keeps other sellers' listings
  * from a signed-in user, so the raw table is read the way only the service
  * connection can; it is the cost of the same nine rows without the blur
- * policy.
+ * policy. Each page is measured on the first page and at offset 900, and
+ * both unprepared (parsed and planned on every call, as behind Supabase's
+ * transaction pooler) and as a named prepared statement (as PostgREST runs
+ * it on a direct connection). Each query runs in its own transaction with
+ * the role and claims set the way PostgREST sets them; only the query is
+ * timed.
  *
  *     deno run -A bench/listing_view.ts [--listings 100000] [--iterations 1000]
  *
@@ -37,24 +42,44 @@ const warmup = positiveInteger(values.warmup, "warmup");
 
 const VIEWER = "00000000-0000-4000-8000-00000000f4ee";
 
-/** One measured query: what it reads, and as whom. */
+/** One measured query: what it reads, as whom, and how it is sent. */
 interface Case {
   label: string;
   sql: string;
   offset: number;
   role: "authenticated" | "service_role";
+  /** Sent as a named prepared statement, or parsed and planned on every call. */
+  prepared: boolean;
 }
 
 const viewSql = `select * from public.listing_view_secure
-  where review_status = 'approved' order by created_at desc limit ${PAGE_SIZE} offset $1`;
+  where review_status = 'approved' order by created_at desc limit ${PAGE_SIZE} offset `;
 const tableSql = `select * from public.listings
-  where review_status = 'approved' order by created_at desc limit ${PAGE_SIZE} offset $1`;
+  where review_status = 'approved' order by created_at desc limit ${PAGE_SIZE} offset `;
 
 const pages = [0, 100 * PAGE_SIZE];
-const cases: Case[] = pages.flatMap((offset) => [
-  { label: `view  page at offset ${offset}`, sql: viewSql, offset, role: "authenticated" },
-  { label: `table page at offset ${offset}`, sql: tableSql, offset, role: "service_role" },
-]);
+const modes = [false, true];
+const cases: Case[] = modes.flatMap((prepared) =>
+  pages.flatMap((offset): Case[] => {
+    const how = prepared ? "prepared" : "unprepared";
+    return [
+      {
+        label: `view,  offset ${offset}, ${how}`,
+        sql: viewSql,
+        offset,
+        role: "authenticated",
+        prepared,
+      },
+      {
+        label: `table, offset ${offset}, ${how}`,
+        sql: tableSql,
+        offset,
+        role: "service_role",
+        prepared,
+      },
+    ];
+  })
+);
 
 const dataDir = await Deno.makeTempDir({ prefix: "market-bench-pg-" });
 const server = await startPostgres({ dataDir, port: freePort(), persistent: false });
@@ -134,8 +159,12 @@ async function timeQuery(client: pg.Client, c: Case): Promise<{ ms: number; rows
       JSON.stringify(claims),
     ]);
     await client.query(`set local role ${c.role}`);
+    // The offset is part of the text, as PostgREST writes it, so that a
+    // prepared statement gets one cached (generic) plan.
+    const text = `${c.sql}${c.offset}`;
+    const query = c.prepared ? { name: statementName(c), text } : { text };
     const start = performance.now();
-    const result = await client.query(c.sql, [c.offset]);
+    const result = await client.query(query);
     const ms = performance.now() - start;
     return { ms, rows: result.rowCount ?? 0 };
   } finally {
@@ -153,17 +182,24 @@ function report(samples: Map<Case, number[]>): void {
   console.log(
     `\n${listingCount} listings, ${iterations} iterations (after ${warmup} warm-up), page of ${PAGE_SIZE}`,
   );
-  console.log("case                         median ms    p95 ms");
+  console.log(`${"case".padEnd(34)} median ms    p95 ms`);
   for (const [c, s] of stats) {
-    console.log(`${c.label.padEnd(28)} ${fmt(s.median)} ${fmt(s.p95)}`);
+    console.log(`${c.label.padEnd(34)} ${fmt(s.median)} ${fmt(s.p95)}`);
   }
-  for (const offset of pages) {
-    const view = stats.get(cases.find((c) => c.offset === offset && c.sql === viewSql)!)!;
-    const table = stats.get(cases.find((c) => c.offset === offset && c.sql === tableSql)!)!;
-    console.log(
-      `ratio view/table at offset ${offset}: median ${(view.median / table.median).toFixed(2)}x, ` +
-        `p95 ${(view.p95 / table.p95).toFixed(2)}x (target: at most 2x)`,
-    );
+  for (const prepared of modes) {
+    for (const offset of pages) {
+      const find = (sql: string) =>
+        stats.get(
+          cases.find((c) => c.offset === offset && c.sql === sql && c.prepared === prepared)!,
+        )!;
+      const view = find(viewSql);
+      const table = find(tableSql);
+      console.log(
+        `ratio view/table, offset ${offset}, ${prepared ? "prepared" : "unprepared"}: ` +
+          `median ${(view.median / table.median).toFixed(2)}x, ` +
+          `p95 ${(view.p95 / table.p95).toFixed(2)}x (target: at most 2x)`,
+      );
+    }
   }
 }
 
@@ -176,13 +212,18 @@ async function explainViewPage(client: pg.Client): Promise<void> {
     ]);
     await client.query("set local role authenticated");
     const { rows } = await client.query<{ "QUERY PLAN": string }>(
-      `explain (analyze, costs off) ${viewSql.replace("$1", "0")}`,
+      `explain (analyze, costs off) ${viewSql}0`,
     );
     console.log("\nPlan of the view page:");
     for (const row of rows) console.log(`  ${row["QUERY PLAN"]}`);
   } finally {
     await client.query("rollback");
   }
+}
+
+/** A statement name for a case. */
+function statementName(c: Case): string {
+  return `page_${c.sql === viewSql ? "view" : "table"}_${c.offset}`;
 }
 
 function quantile(sorted: number[], q: number): number {

@@ -144,6 +144,15 @@ $$;
 comment on function realtime.broadcast_changes(text, text, text, text, text, record, record, text) is
   'Publishes a row change to a private topic (local stand-in)';
 
+create or replace function realtime.topic() returns text
+language sql stable
+as $$
+  select nullif(current_setting('realtime.topic', true), '')
+$$;
+comment on function realtime.topic() is
+  'The topic a Realtime client subscribes to, for policies on realtime.messages (local stand-in)';
+grant execute on function realtime.topic() to anon, authenticated, service_role;
+
 -- -----------------------------------------------------------------------------
 -- Publication used by Postgres Changes
 -- -----------------------------------------------------------------------------

@@ -4,7 +4,24 @@
  *
  * @module
  */
+import type { z } from "zod";
 import type { Access } from "./access.ts";
+import {
+  AnalyzeProjectInput,
+  CheckSubscriptionOutput,
+  ConnectLinkOutput,
+  CreateCheckoutInput,
+  CreateCheckoutOutput,
+  CreateDealPaymentInput,
+  CreateDealPaymentOutput,
+  CustomerPortalOutput,
+  DealIdInput,
+  GetPriceIdInput,
+  GetPriceIdOutput,
+  RefreshKycStatusOutput,
+  RunDailyTasksInput,
+  SendEmailInput,
+} from "./schemas.ts";
 
 /** Function groups of the interface. */
 export type FunctionGroup =
@@ -248,3 +265,31 @@ export type FunctionName = keyof typeof FUNCTIONS;
 
 /** Every function name. */
 export const FUNCTION_NAMES = Object.keys(FUNCTIONS) as FunctionName[];
+
+/** The request and response schemas of a function, where documented. */
+export interface FunctionSchemas {
+  /** The JSON body; absent: the function takes no body. */
+  input?: z.ZodType;
+  /** The JSON answer; absent: not a documented shape. */
+  output?: z.ZodType;
+}
+
+/** Schemas of the functions with documented payloads (interface §4.2). */
+export const FUNCTION_SCHEMAS = {
+  "send-email": { input: SendEmailInput },
+  "get-price-id": { input: GetPriceIdInput, output: GetPriceIdOutput },
+  "create-checkout": { input: CreateCheckoutInput, output: CreateCheckoutOutput },
+  "customer-portal": { output: CustomerPortalOutput },
+  "create-deal-payment": { input: CreateDealPaymentInput, output: CreateDealPaymentOutput },
+  "release-deal-payout": { input: DealIdInput },
+  "refund-deal-payment": { input: DealIdInput },
+  "connect-onboarding-link": { output: ConnectLinkOutput },
+  "connect-dashboard-link": { output: ConnectLinkOutput },
+  "refresh-kyc-status": { output: RefreshKycStatusOutput },
+  "check-subscription": { output: CheckSubscriptionOutput },
+  "analyze-project": { input: AnalyzeProjectInput },
+  "run-daily-tasks": { input: RunDailyTasksInput },
+} as const satisfies Partial<Record<FunctionName, FunctionSchemas>>;
+
+/** Functions with documented schemas. */
+export type DocumentedFunctionName = keyof typeof FUNCTION_SCHEMAS;

@@ -46,12 +46,14 @@ language plpgsql
 set search_path = ''
 as $$
 begin
-  new.updated_at := now();
+  -- clock_timestamp(), not now(): a second change in the same transaction
+  -- moves updated_at too.
+  new.updated_at := clock_timestamp();
   return new;
 end
 $$;
 comment on function public.set_updated_at() is
-  'Trigger: moves updated_at to now() on every update';
+  'Trigger: moves updated_at to the current time on every update';
 
 drop trigger if exists profiles_set_updated_at on public.profiles;
 create trigger profiles_set_updated_at
@@ -111,17 +113,22 @@ revoke insert, update, delete on public.user_roles from anon, authenticated;
 
 create or replace function public.has_role(p_user uuid, p_role text)
 returns boolean
-language sql
+-- PL/pgSQL rather than SQL: policies call it on every query, and PL/pgSQL
+-- keeps its plan for the session where a SQL function with SET is re-planned
+-- on every call.
+language plpgsql
 stable
 -- Definer rights: policies call it for any user, and user_roles is only
 -- readable by its owner.
 security definer
 set search_path = ''
 as $$
-  select exists (
+begin
+  return exists (
     select 1 from public.user_roles r
     where r.user_id = p_user and r.role = p_role
-  )
+  );
+end
 $$;
 comment on function public.has_role(uuid, text) is
   'True when the user holds the role (e.g. admin); false for a null user';
@@ -129,14 +136,16 @@ revoke execute on function public.has_role(uuid, text) from public, anon;
 grant execute on function public.has_role(uuid, text) to authenticated, service_role;
 
 create or replace function public.is_admin() returns boolean
-language sql
+language plpgsql
 stable
 -- Definer rights: policies evaluated for anon call it too, and anon may not
 -- call has_role() directly (it would tell who the admins are).
 security definer
 set search_path = ''
 as $$
-  select coalesce(public.has_role((select auth.uid()), 'admin'), false)
+begin
+  return coalesce(public.has_role(auth.uid(), 'admin'), false);
+end
 $$;
 comment on function public.is_admin() is
   'True when the signed-in caller is an admin; for use in policies';

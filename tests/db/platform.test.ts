@@ -35,25 +35,28 @@ sqlTest("has_role() is true only for granted roles", async () => {
   assert.deepEqual(rows[0], { a: true, b: false, c: false });
 });
 
-sqlTest("profiles: a user reads only their own profile and cannot grant themselves admin", async () => {
-  const alice = await createUser(db.pool);
-  const bob = await createUser(db.pool);
-  await asRole(db.pool, { role: "authenticated", userId: alice.id }, async (c) => {
-    const { rows } = await c.query("select id from public.profiles");
-    assert.deepEqual(rows, [{ id: alice.id }]);
-    const updated = await c.query(
-      "update public.profiles set full_name = 'x' where id = $1",
-      [bob.id],
-    );
-    assert.equal(updated.rowCount, 0);
-    await assert.rejects(
-      c.query("insert into public.user_roles (user_id, role) values ($1, 'admin')", [alice.id]),
-      /permission denied/,
-    );
-  });
-  const { rows } = await db.pool.query("select public.has_role($1, 'admin') as a", [alice.id]);
-  assert.equal(rows[0].a, false);
-});
+sqlTest(
+  "profiles: a user reads only their own profile and cannot grant themselves admin",
+  async () => {
+    const alice = await createUser(db.pool);
+    const bob = await createUser(db.pool);
+    await asRole(db.pool, { role: "authenticated", userId: alice.id }, async (c) => {
+      const { rows } = await c.query("select id from public.profiles");
+      assert.deepEqual(rows, [{ id: alice.id }]);
+      const updated = await c.query(
+        "update public.profiles set full_name = 'x' where id = $1",
+        [bob.id],
+      );
+      assert.equal(updated.rowCount, 0);
+      await assert.rejects(
+        c.query("insert into public.user_roles (user_id, role) values ($1, 'admin')", [alice.id]),
+        /permission denied/,
+      );
+    });
+    const { rows } = await db.pool.query("select public.has_role($1, 'admin') as a", [alice.id]);
+    assert.equal(rows[0].a, false);
+  },
+);
 
 sqlTest("anon reads no profile and is_admin() is false", async () => {
   await createUser(db.pool);

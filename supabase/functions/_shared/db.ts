@@ -6,7 +6,7 @@
  * @module
  */
 import pg from "pg";
-import { upstreamUnavailable } from "./errors.ts";
+import { HttpError, upstreamUnavailable } from "./errors.ts";
 
 /** Values a query can take as parameters. */
 export type SqlParam = string | number | boolean | null | Date | readonly unknown[] | object;
@@ -46,7 +46,7 @@ function sqlOn(target: Queryable): Sql {
       const result = await target.query<R>(text, params as unknown[] | undefined);
       return result.rows;
     } catch (error) {
-      throw asConnectionError(error);
+      throw mapDbError(error);
     }
   };
   return {
@@ -64,10 +64,20 @@ function sqlOn(target: Queryable): Sql {
   };
 }
 
-/** Connection-level failures become 503s; SQL errors stay as they are. */
-function asConnectionError(error: unknown): unknown {
+/**
+ * Maps database failures a client should see: connection-level failures
+ * become 503; our state machines' refusals (SQLSTATE PT409, raised with
+ * messages written for clients) become 409, and privilege refusals (42501,
+ * from RLS and grants under `asUser`) 403. Other SQL errors stay as they are
+ * (a 500: a bug to fix).
+ */
+function mapDbError(error: unknown): unknown {
   if (error instanceof Error) {
     const code = (error as { code?: unknown }).code;
+    if (code === "PT409") return new HttpError(409, "conflict", error.message);
+    if (code === "42501") {
+      return new HttpError(403, "forbidden", "Cannot do this: the database refused the change");
+    }
     if (
       code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "ECONNRESET" ||
       code === "57P01" || code === "57P03" || code === "53300" ||
@@ -116,7 +126,7 @@ export class Db implements Sql {
     try {
       client = await this.pool.connect();
     } catch (error) {
-      throw asConnectionError(error);
+      throw mapDbError(error);
     }
     try {
       await client.query("begin");

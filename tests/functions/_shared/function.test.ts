@@ -208,3 +208,39 @@ sqlTest("Runtime() fails at construction on a malformed variable, naming it", ()
   assert.throws(() => new Runtime({ SUPABASE_URL: "not a url" }), /"SUPABASE_URL"/);
   return Promise.resolve();
 });
+
+const sqlRaiser = defineFunction({
+  name: "cleanup-duplicates",
+  access: "admin",
+  input: z.object({ errcode: z.enum(["PT409", "42501", "22012"]) }),
+  async handle({ input, ctx }) {
+    await ctx.db.query(
+      `do $$ begin raise exception 'Cannot move listing: "approved" to "draft"' using errcode = '${input.errcode}'; end $$`,
+    );
+    return {};
+  },
+});
+
+sqlTest(
+  "defineFunction() maps state-machine refusals to 409, privilege refusals to 403, other SQL errors to 500",
+  async () => {
+    const conflict = await invoke(sqlRaiser, runtime, {
+      token: adminToken,
+      body: { errcode: "PT409" },
+    });
+    assert.deepEqual([conflict.status, conflict.body], [409, {
+      error: { code: "conflict", message: 'Cannot move listing: "approved" to "draft"' },
+    }]);
+    const denied = await invoke(sqlRaiser, runtime, {
+      token: adminToken,
+      body: { errcode: "42501" },
+    });
+    assert.equal(denied.status, 403);
+    const other = await invoke(sqlRaiser, runtime, {
+      token: adminToken,
+      body: { errcode: "22012" },
+    });
+    assert.equal(other.status, 500);
+    assert.doesNotMatch(JSON.stringify(other.body), /listing/);
+  },
+);

@@ -1,0 +1,13 @@
+/**
+ * The contract between the frontend and the server: function names and who
+ * may call each, request and response schemas, plans, the blur field maps
+ * and a typed `invoke`.
+ *
+ * @module
+ */
+export * from "./access.ts";
+export * from "./blur.ts";
+export * from "./functions.ts";
+export * from "./invoke.ts";
+export * from "./plans.ts";
+export * from "./schemas.ts";

@@ -1,0 +1,59 @@
+import assert from "node:assert/strict";
+import { createTestDatabase, sqlTest } from "../support/db.ts";
+import {
+  BLUR_FIELDS,
+  COMPLETELY_BLOCKED_FIELDS_IF_BLURRED,
+  FIELD_TO_COLUMN_MAP,
+  fieldPresentation,
+  VISUALLY_BLURRED_FIELDS_TO_FETCH,
+} from "../../shared/blur.ts";
+
+const db = await createTestDatabase();
+
+interface BlurRow {
+  field_key: string;
+  column_name: string;
+  when_hidden: "blur" | "omit";
+}
+
+const { rows } = await db.pool.query<BlurRow>(
+  "select field_key, column_name, when_hidden from public.blurred_fields order by field_key",
+);
+
+sqlTest("shared/blur.ts: FIELD_TO_COLUMN_MAP is blurred_fields' field_key -> column_name", () => {
+  const fromDb = Object.fromEntries(rows.map((r) => [r.field_key, r.column_name]));
+  assert.deepEqual({ ...FIELD_TO_COLUMN_MAP }, fromDb);
+  assert.deepEqual([...BLUR_FIELDS].sort(), rows.map((r) => r.field_key));
+  return Promise.resolve();
+});
+
+sqlTest("shared/blur.ts: the two presentation lists split the fields as when_hidden does", () => {
+  const byMode = (mode: BlurRow["when_hidden"]) =>
+    rows.filter((r) => r.when_hidden === mode).map((r) => r.field_key);
+  assert.deepEqual([...VISUALLY_BLURRED_FIELDS_TO_FETCH].sort(), byMode("blur"));
+  assert.deepEqual([...COMPLETELY_BLOCKED_FIELDS_IF_BLURRED].sort(), byMode("omit"));
+  const overlap = VISUALLY_BLURRED_FIELDS_TO_FETCH.filter((f) =>
+    (COMPLETELY_BLOCKED_FIELDS_IF_BLURRED as readonly string[]).includes(f)
+  );
+  assert.deepEqual(overlap, []);
+  return Promise.resolve();
+});
+
+sqlTest("shared/blur.ts: every mapped column is a column of listing_view_secure", async () => {
+  const { rows: columns } = await db.pool.query<{ column_name: string }>(
+    `select column_name from information_schema.columns
+     where table_schema = 'public' and table_name = 'listing_view_secure'`,
+  );
+  const names = new Set(columns.map((c) => c.column_name));
+  for (const column of Object.values(FIELD_TO_COLUMN_MAP)) {
+    assert.ok(names.has(column), column);
+  }
+  assert.ok(names.has("blurred_fields"));
+});
+
+sqlTest("shared/blur.ts: fieldPresentation() shows, blurs or omits", () => {
+  assert.equal(fieldPresentation("url", []), "value");
+  assert.equal(fieldPresentation("monthly_profit", ["monthly_profit"]), "placeholder");
+  assert.equal(fieldPresentation("url", ["url", "seller"]), "omit");
+  return Promise.resolve();
+});

@@ -1,0 +1,110 @@
+import assert from "node:assert/strict";
+import type { Access } from "../../shared/access.ts";
+import { FUNCTION_NAMES, FUNCTION_SCHEMAS, FUNCTIONS } from "../../shared/functions.ts";
+import { parsePlanIntervalKey, PLAN_INTERVAL_KEYS, PLANS } from "../../shared/plans.ts";
+
+/** Who may call what, as the team decided it for the interface's 46 functions. */
+const EXPECTED: Record<Access, string[]> = {
+  public: ["get-price-id", "security-headers"],
+  user: ["create-checkout", "customer-portal", "check-subscription", "analyze-project"],
+  seller: ["connect-onboarding-link", "connect-dashboard-link", "refresh-kyc-status"],
+  "deal-participant": [
+    "create-deal-payment",
+    "create-deal-checkout",
+    "payment-status",
+    "deal-create-upload-url",
+    "generate-apa-pdf",
+  ],
+  admin: [
+    "release-deal-payout",
+    "refund-deal-payment",
+    "send-admin-listing-notification",
+    "send-admin-message",
+    "send-admin-contact-notification",
+    "cleanup-duplicates",
+    "process-sponsored-activations",
+    "fix-subscription-dates",
+    "fix-user-subscription",
+    "set-starter-subscriptions",
+    "send-listing-approval-notification",
+    "send-resubmission-notification",
+    "test-env",
+    "test-sponsored-activation",
+    "test-payproc",
+  ],
+  scheduled: [
+    "run-daily-tasks",
+    "run-price-alerts",
+    "daily-subscription-sync",
+    "payproc-sync",
+    "sync-invoices",
+    "update-views-count",
+    "auto-fix-subscription-dates",
+    "send-listing-notifications",
+    "send-sponsored-notifications",
+    "apa-auto-handover",
+  ],
+  system: ["send-email", "send-notification", "send-payment-email", "send-new-user-notification"],
+  webhook: ["payproc-webhook", "auth-email-webhook", "send-auth-email"],
+};
+
+Deno.test("FUNCTIONS lists the interface's 46 functions with their access rules", () => {
+  assert.equal(FUNCTION_NAMES.length, 46);
+  const expectedNames = Object.values(EXPECTED).flat().sort();
+  assert.equal(new Set(expectedNames).size, 46);
+  assert.deepEqual([...FUNCTION_NAMES].sort(), expectedNames);
+  for (const [access, names] of Object.entries(EXPECTED)) {
+    for (const name of names) {
+      assert.equal(FUNCTIONS[name as keyof typeof FUNCTIONS].access, access, name);
+    }
+  }
+});
+
+Deno.test("FUNCTION_SCHEMAS covers the documented payloads and accepts their examples", () => {
+  assert.deepEqual(Object.keys(FUNCTION_SCHEMAS).sort(), [
+    "analyze-project",
+    "check-subscription",
+    "connect-dashboard-link",
+    "connect-onboarding-link",
+    "create-checkout",
+    "create-deal-payment",
+    "customer-portal",
+    "get-price-id",
+    "refresh-kyc-status",
+    "refund-deal-payment",
+    "release-deal-payout",
+    "run-daily-tasks",
+    "send-email",
+  ]);
+  const dealId = crypto.randomUUID();
+  assert.ok(FUNCTION_SCHEMAS["get-price-id"].input.safeParse({ plan: "starter_monthly" }).success);
+  assert.ok(FUNCTION_SCHEMAS["create-checkout"].input.safeParse({ priceId: "price_1" }).success);
+  assert.ok(FUNCTION_SCHEMAS["create-deal-payment"].input.safeParse({ dealId }).success);
+  assert.ok(!FUNCTION_SCHEMAS["create-deal-payment"].input.safeParse({ dealId: "42" }).success);
+  assert.ok(FUNCTION_SCHEMAS["run-daily-tasks"].input.safeParse({}).success);
+  assert.ok(
+    FUNCTION_SCHEMAS["run-daily-tasks"].input.safeParse({ force: true, slot: "manual" }).success,
+  );
+  assert.ok(
+    FUNCTION_SCHEMAS["refresh-kyc-status"].output.safeParse({
+      summary: {
+        currently_due_count: 2,
+        past_due_count: 0,
+        disabled_reason: "",
+        payouts_enabled: false,
+      },
+    }).success,
+  );
+});
+
+Deno.test("plans: four viewer plans and the payment processor's plan-interval keys", () => {
+  assert.deepEqual([...PLANS], ["unauth", "free", "starter", "pro"]);
+  assert.deepEqual([...PLAN_INTERVAL_KEYS], [
+    "starter_monthly",
+    "starter_yearly",
+    "pro_monthly",
+    "pro_yearly",
+  ]);
+  assert.deepEqual(parsePlanIntervalKey("pro_yearly"), { plan: "pro", interval: "yearly" });
+  assert.equal(parsePlanIntervalKey("free_monthly"), null);
+});
