@@ -8,6 +8,7 @@ import type { z } from "zod";
 import type { Access } from "./access.ts";
 import {
   AnalyzeProjectInput,
+  AutoFixSubscriptionDatesInput,
   CheckSubscriptionOutput,
   ConnectLinkOutput,
   CreateCheckoutInput,
@@ -16,11 +17,14 @@ import {
   CreateDealPaymentOutput,
   CustomerPortalOutput,
   DealIdInput,
+  FixSubscriptionDatesInput,
+  FixUserSubscriptionInput,
   GetPriceIdInput,
   GetPriceIdOutput,
   RefreshKycStatusOutput,
   RunDailyTasksInput,
   SendEmailInput,
+  SetStarterSubscriptionsInput,
 } from "./schemas.ts";
 
 /** Function groups of the interface. */
@@ -289,6 +293,10 @@ export const FUNCTION_SCHEMAS = {
   "check-subscription": { output: CheckSubscriptionOutput },
   "analyze-project": { input: AnalyzeProjectInput },
   "run-daily-tasks": { input: RunDailyTasksInput },
+  "fix-user-subscription": { input: FixUserSubscriptionInput },
+  "fix-subscription-dates": { input: FixSubscriptionDatesInput },
+  "auto-fix-subscription-dates": { input: AutoFixSubscriptionDatesInput },
+  "set-starter-subscriptions": { input: SetStarterSubscriptionsInput },
 } as const satisfies Partial<Record<FunctionName, FunctionSchemas>>;
 
 /** Functions with documented schemas. */

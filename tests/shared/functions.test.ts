@@ -63,18 +63,22 @@ Deno.test("FUNCTIONS lists the interface's 46 functions with their access rules"
 Deno.test("FUNCTION_SCHEMAS covers the documented payloads and accepts their examples", () => {
   assert.deepEqual(Object.keys(FUNCTION_SCHEMAS).sort(), [
     "analyze-project",
+    "auto-fix-subscription-dates",
     "check-subscription",
     "connect-dashboard-link",
     "connect-onboarding-link",
     "create-checkout",
     "create-deal-payment",
     "customer-portal",
+    "fix-subscription-dates",
+    "fix-user-subscription",
     "get-price-id",
     "refresh-kyc-status",
     "refund-deal-payment",
     "release-deal-payout",
     "run-daily-tasks",
     "send-email",
+    "set-starter-subscriptions",
   ]);
   const dealId = crypto.randomUUID();
   assert.ok(FUNCTION_SCHEMAS["get-price-id"].input.safeParse({ plan: "starter_monthly" }).success);

@@ -57,7 +57,7 @@ export interface EdgeFunction {
   /** Serves a request on the isolate's default runtime. */
   (request: Request): Promise<Response>;
   /** The declaration. */
-  readonly definition: { name: FunctionName; access: Access };
+  readonly definition: { name: FunctionName; access: Access; input?: z.ZodType };
   /** A fetch handler bound to `runtime` (local server, tests). */
   with(runtime: Runtime): (request: Request) => Promise<Response>;
 }
@@ -198,7 +198,9 @@ export function defineFunction<A extends Access, S extends z.ZodType | undefined
   };
 
   const edge = ((request: Request) => bound(defaultRuntime())(request)) as EdgeFunction;
-  Object.defineProperty(edge, "definition", { value: { name, access } });
+  Object.defineProperty(edge, "definition", {
+    value: { name, access, input: definition.input },
+  });
   Object.defineProperty(edge, "with", { value: bound });
   return edge;
 }

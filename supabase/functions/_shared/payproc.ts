@@ -18,7 +18,9 @@ export function createPayprocClient(env: Env): Stripe {
     apiVersion: PAYPROC_API_VERSION,
     httpClient: Stripe.createFetchHttpClient(),
     timeout: env.values.PAYPROC_TIMEOUT_MS,
-    maxNetworkRetries: 2,
+    // One retry (the SDK reuses the idempotency key): a processor outage costs a
+    // caller at most about two timeouts, never a hanging request.
+    maxNetworkRetries: 1,
     appInfo: { name: "marketplace-backend" },
   };
   const base = env.values.PAYPROC_API_BASE;

@@ -113,7 +113,7 @@ export function subscriptionState(
     level,
     status: subscription.status,
     priceId: chosen?.price.id ?? null,
-    interval: interval === "month" || interval === "year" ? interval : null,
+    interval: interval === "month" ? "month" : interval === "year" ? "year" : null,
     periodStart,
     periodEnd,
     cancelAtPeriodEnd: subscription.cancel_at_period_end ||

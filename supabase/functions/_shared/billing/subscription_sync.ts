@@ -35,6 +35,8 @@ export interface SyncOptions {
   readAt: Date | null;
   /** `created` of the event being applied (Unix seconds), if any. */
   eventCreated?: number;
+  /** The caller already holds the subscription's advisory lock (skips taking it again). */
+  locked?: boolean;
 }
 
 /** What {@linkcode syncSubscription} did. */
@@ -59,9 +61,11 @@ export async function syncSubscription(
   subscription: Stripe.Subscription,
   options: SyncOptions,
 ): Promise<SyncResult> {
-  await lockProcessorObject(sql, subscription.id);
+  if (!options.locked) await lockProcessorObject(sql, subscription.id);
   const keys = needsPlanLookup(subscription) ? await planKeysByPrice(ctx) : undefined;
   const state = subscriptionState(subscription, keys);
+  const fast = await fastPath(sql, state, options);
+  if (fast) return fast;
   const linked = await sql.maybeOne<SubscriptionRow>(
     "select * from public.subscriptions where payproc_subscription_id = $1 for update",
     [state.subscriptionId],
@@ -95,12 +99,63 @@ export async function syncSubscription(
     if (current === null) {
       const inserted = await sql.maybeOne(INSERT, values);
       if (inserted) return { result: "changed", userId };
-      continue; // a concurrent first write for this user: decide again against it
+      continue; // a concurrent first write (same user or customer): decide again against it
     }
     const updated = await sql.maybeOne(UPDATE, values);
     return { result: updated ? "changed" : "unchanged", userId };
   }
   throw new Error(`Cannot sync subscription "${state.subscriptionId}": its row keeps changing`);
+}
+
+/**
+ * The common case: the row already mirrors this subscription. One statement
+ * updates it when the state is fresh and differs; otherwise a second one
+ * settles "unchanged" or "stale". Null: take the full path.
+ */
+async function fastPath(
+  sql: Sql,
+  state: SubscriptionState,
+  options: SyncOptions,
+): Promise<SyncResult | null> {
+  const params = [
+    state.subscriptionId,
+    state.level,
+    state.status,
+    state.customerId,
+    state.priceId,
+    state.interval,
+    state.periodStart,
+    state.periodEnd,
+    state.cancelAtPeriodEnd,
+    options.readAt,
+    options.eventCreated === undefined ? null : new Date(options.eventCreated * 1000),
+    options.userId ?? null,
+    ENDED_STATUSES.includes(state.status),
+  ];
+  const updated = await sql.maybeOne<{ user_id: string }>(FAST_UPDATE, params);
+  if (updated) return { result: "changed", userId: updated.user_id };
+  const row = await sql.maybeOne<FastRow>(FAST_CHECK, params);
+  if (row === null || !row.matches) return null;
+  if (!row.fresh) {
+    return skip(
+      "stale",
+      row.user_id,
+      options.readAt !== null
+        ? "a newer read is already stored"
+        : "a newer event is already applied",
+    );
+  }
+  return row.same ? { result: "unchanged", userId: row.user_id } : null;
+}
+
+interface FastRow {
+  user_id: string;
+  /** The row's customer (and user, when one is asked for) are this subscription's. */
+  matches: boolean;
+  /** The state is not older than the stored one. */
+  fresh: boolean;
+  /** The row already holds the state. */
+  same: boolean;
 }
 
 /**
@@ -209,13 +264,72 @@ function rowValues(userId: string, state: SubscriptionState, options: SyncOption
   ];
 }
 
+/** SQL (on alias `a`): the state in $2..$9 is what the row holds for subscription $1 / customer $4. */
+const sameAs = (a: string) => `
+  (${a}.subscription_level, ${a}.subscription_status, ${a}.source, ${a}.payproc_customer_id,
+   ${a}.payproc_price_id, ${a}.billing_interval, ${a}.current_period_start,
+   ${a}.current_period_end, ${a}.cancel_at_period_end)
+  is not distinct from
+    ($2::text, $3::text, 'payproc'::text, $4::text, $5::text, $6::text, $7::timestamptz,
+     $8::timestamptz, $9::boolean)`;
+
+/**
+ * SQL (on alias `a`): the rules of {@linkcode decideWrite} for the same
+ * subscription — a read ($10) not older than the stored read; without one,
+ * an event ($11) not older than the stored event, a tie going to an ended
+ * status ($13).
+ */
+const freshFor = (a: string) => `
+  case
+    when $10::timestamptz is not null then
+      ${a}.payproc_synced_at is null or ${a}.payproc_synced_at <= $10::timestamptz
+    else
+      $11::timestamptz is null or ${a}.payproc_event_created is null
+      or ${a}.payproc_event_created < $11::timestamptz
+      or (${a}.payproc_event_created = $11::timestamptz and $13::boolean)
+  end`;
+
+/** SQL (on alias `a`): the row's customer is $4 and its user is $12 when given. */
+const matchesFor = (a: string) =>
+  `(${a}.payproc_customer_id is not distinct from $4::text
+    and ($12::uuid is null or ${a}.user_id = $12::uuid))`;
+
+/**
+ * Updates the row mirroring subscription $1 when it matches, the state is
+ * fresh and something differs; returns its user then.
+ */
+const FAST_UPDATE = `
+  update public.subscriptions s set
+    subscription_level = $2,
+    subscription_status = $3,
+    source = 'payproc',
+    payproc_price_id = $5,
+    billing_interval = $6,
+    current_period_start = $7,
+    current_period_end = $8,
+    cancel_at_period_end = $9,
+    payproc_synced_at = greatest(s.payproc_synced_at, $10::timestamptz),
+    payproc_event_created = greatest(s.payproc_event_created, $11::timestamptz)
+  where s.payproc_subscription_id = $1
+    and ${matchesFor("s")}
+    and ${freshFor("s")}
+    and not ${sameAs("s")}
+  returning s.user_id`;
+
+/** Why {@linkcode FAST_UPDATE} changed nothing (same parameters). */
+const FAST_CHECK = `
+  select s.user_id, ${matchesFor("s")} as matches, ${freshFor("s")} as fresh,
+         ${sameAs("s")} as same
+  from public.subscriptions s
+  where s.payproc_subscription_id = $1`;
+
 const INSERT = `
   insert into public.subscriptions (
     user_id, subscription_level, subscription_status, source, payproc_customer_id,
     payproc_subscription_id, payproc_price_id, billing_interval, current_period_start,
     current_period_end, cancel_at_period_end, payproc_synced_at, payproc_event_created
   ) values ($1, $2, $3, 'payproc', $4, $5, $6, $7, $8, $9, $10, $11, $12)
-  on conflict (user_id) do nothing
+  on conflict do nothing
   returning id`;
 
 const UPDATE = `

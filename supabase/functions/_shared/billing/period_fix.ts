@@ -1,0 +1,93 @@
+/**
+ * Period date repair (fix-subscription-dates, auto-fix-subscription-dates):
+ * a row's `current_period_start`/`current_period_end` set to the processor
+ * subscription's (on its items), when missing or different; dry runs only
+ * report.
+ *
+ * @module
+ */
+import type Stripe from "stripe";
+import type { Context } from "../context.ts";
+import type { Sql } from "../db.ts";
+import { lockProcessorObject } from "./locks.ts";
+import { planKeysByPrice } from "./plan_keys.ts";
+import { type SubscriptionRow, subscriptionRow } from "./subscription_rows.ts";
+import { needsPlanLookup, subscriptionState } from "./subscription_state.ts";
+
+/** A period as reports show it. */
+export interface Period {
+  start: string | null;
+  end: string | null;
+}
+
+/** What {@linkcode fixPeriod} found and did. */
+export interface PeriodFix {
+  userId: string;
+  subscriptionId: string;
+  /** Whether the dates differ (and, unless a dry run, were corrected). */
+  changed: boolean;
+  /** Whether this call wrote them. */
+  written: boolean;
+  /** Why nothing was written although the dates differ. */
+  reason?: string;
+  before: Period;
+  after: Period;
+}
+
+function iso(date: Date | null): string | null {
+  return date?.toISOString() ?? null;
+}
+
+/**
+ * Compares `userId`'s row with `subscription` (read at `readAt`) and, unless
+ * `dryRun`, corrects the dates. Runs in the caller's transaction and locks
+ * the subscription and the row.
+ */
+export async function fixPeriod(
+  ctx: Context,
+  sql: Sql,
+  userId: string,
+  subscription: Stripe.Subscription,
+  readAt: Date,
+  dryRun: boolean,
+): Promise<PeriodFix> {
+  await lockProcessorObject(sql, subscription.id);
+  const row = await subscriptionRow(sql, userId, { lock: true });
+  const keys = needsPlanLookup(subscription) ? await planKeysByPrice(ctx) : undefined;
+  const state = subscriptionState(subscription, keys);
+  const before = {
+    start: iso(row?.current_period_start ?? null),
+    end: iso(row?.current_period_end ?? null),
+  };
+  const after = { start: iso(state.periodStart), end: iso(state.periodEnd) };
+  const fix: PeriodFix = {
+    userId,
+    subscriptionId: subscription.id,
+    changed: before.start !== after.start || before.end !== after.end,
+    written: false,
+    before,
+    after,
+  };
+  if (!fix.changed) return fix;
+  const refusal = refuse(row, subscription.id, readAt);
+  if (refusal) return { ...fix, reason: refusal };
+  if (dryRun) return fix;
+  await sql.query(
+    `update public.subscriptions
+     set current_period_start = $2, current_period_end = $3,
+         payproc_synced_at = greatest(payproc_synced_at, $4::timestamptz)
+     where user_id = $1`,
+    [userId, state.periodStart, state.periodEnd, readAt],
+  );
+  return { ...fix, written: true };
+}
+
+function refuse(row: SubscriptionRow | null, subscriptionId: string, readAt: Date): string | null {
+  if (row === null || row.payproc_subscription_id !== subscriptionId) {
+    return "the row no longer mirrors this subscription";
+  }
+  if (row.payproc_synced_at && row.payproc_synced_at > readAt) {
+    return "a newer read is already stored";
+  }
+  return null;
+}

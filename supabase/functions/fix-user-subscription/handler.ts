@@ -1,0 +1,89 @@
+/**
+ * `fix-user-subscription` (admin): for a user (`userId` or `email`), finds
+ * the processor customer (stored, our metadata, or e-mail when it names no
+ * other user), repairs the user ↔ customer link on both sides, mirrors the
+ * customer's best subscription (or ends a link to one that no longer
+ * exists), and reports the actions and the row before and after.
+ *
+ * @module
+ */
+import { FixUserSubscriptionInput } from "../../../shared/schemas.ts";
+import { findCustomer, linkCustomer, tagCustomer } from "../_shared/billing/customers.ts";
+import { orNullIfMissing } from "../_shared/billing/processor.ts";
+import { markGone } from "../_shared/billing/subscription_jobs.ts";
+import {
+  changedFields,
+  describeRow,
+  subscriptionRow,
+} from "../_shared/billing/subscription_rows.ts";
+import { chooseSubscription } from "../_shared/billing/subscription_state.ts";
+import { syncSubscription } from "../_shared/billing/subscription_sync.ts";
+import { findUser } from "../_shared/billing/users.ts";
+import { notFound } from "../_shared/errors.ts";
+import { defineFunction } from "../_shared/function.ts";
+
+export default defineFunction({
+  name: "fix-user-subscription",
+  access: "admin",
+  input: FixUserSubscriptionInput,
+  async handle({ input, ctx }) {
+    const user = await findUser(ctx.db, input);
+    if (!user) throw notFound(`Cannot repair: no user "${input.userId ?? input.email}"`);
+    const before = await subscriptionRow(ctx.db, user.id);
+    const actions: string[] = [];
+    const found = await findCustomer(ctx, user);
+    let subscriptionId: string | null = null;
+    if (found) {
+      if (await linkCustomer(ctx.db, user.id, found.customer.id)) actions.push("linked_customer");
+      if (found.customer.metadata?.user_id !== user.id) {
+        await tagCustomer(ctx, user.id, found.customer);
+        actions.push("tagged_customer");
+      } else if (found.via === "email") {
+        actions.push("tagged_customer");
+      }
+      const readAt = new Date();
+      const listed = await ctx.payproc.subscriptions.list({
+        customer: found.customer.id,
+        status: "all",
+        limit: 100,
+      });
+      const best = chooseSubscription(listed.data);
+      if (best) {
+        subscriptionId = best.id;
+        const result = await ctx.db.tx((sql) =>
+          syncSubscription(ctx, sql, best, { userId: user.id, readAt })
+        );
+        actions.push(result.result === "changed" ? "synced_subscription" : `sync_${result.result}`);
+      }
+    }
+    const linked = (await subscriptionRow(ctx.db, user.id))?.payproc_subscription_id;
+    if (linked && linked !== subscriptionId) {
+      const readAt = new Date();
+      const stored = await orNullIfMissing(ctx.payproc.subscriptions.retrieve(linked));
+      if (stored === null) {
+        if (await ctx.db.tx((sql) => markGone(sql, linked))) {
+          actions.push("ended_missing_subscription");
+        }
+      } else {
+        const result = await ctx.db.tx((sql) =>
+          syncSubscription(ctx, sql, stored, { userId: user.id, readAt })
+        );
+        actions.push(
+          result.result === "changed" ? "synced_linked_subscription" : `sync_${result.result}`,
+        );
+      }
+    }
+    const after = await subscriptionRow(ctx.db, user.id);
+    return {
+      userId: user.id,
+      email: user.email,
+      customerId: found?.customer.id ?? null,
+      customerFoundBy: found?.via ?? null,
+      subscriptionId: subscriptionId ?? after?.payproc_subscription_id ?? null,
+      actions,
+      changed: changedFields(before, after),
+      before: describeRow(before),
+      after: describeRow(after),
+    };
+  },
+});

@@ -1,0 +1,50 @@
+/**
+ * `set-starter-subscriptions` (admin): grants the Starter plan for `days`
+ * days to a cohort — `userIds`, or users who signed up in a
+ * `createdAfter`/`createdBefore` window (at most 5000) — skipping users with
+ * a paid subscription or a running grant. Idempotent (a second call finds
+ * everyone granted); `dryRun` reports who would change and writes nothing.
+ *
+ * @module
+ */
+import { SetStarterSubscriptionsInput } from "../../../shared/schemas.ts";
+import { classifyCohort, grantStarter } from "../_shared/billing/grants.ts";
+import { invalidInput } from "../_shared/errors.ts";
+import { defineFunction } from "../_shared/function.ts";
+
+/** The largest cohort one call grants. */
+const MAX_COHORT = 5000;
+
+export default defineFunction({
+  name: "set-starter-subscriptions",
+  access: "admin",
+  input: SetStarterSubscriptionsInput,
+  async handle({ input, ctx }) {
+    return await ctx.db.tx(async (sql) => {
+      const members = await classifyCohort(sql, input, MAX_COHORT + 1);
+      if (members.filter((m) => m.skip !== "no_such_user").length > MAX_COHORT) {
+        throw invalidInput(
+          `Cannot grant plans: the cohort has more than ${MAX_COHORT} users; narrow the window`,
+        );
+      }
+      const eligible = members.filter((m) => m.skip === null).map((m) => m.user_id);
+      const granted = input.dryRun ? eligible : await grantStarter(sql, eligible, input.days);
+      const grantedSet = new Set(granted);
+      const skipped = members.flatMap((m) =>
+        m.skip !== null
+          ? [{ userId: m.user_id, reason: m.skip }]
+          : grantedSet.has(m.user_id)
+          ? []
+          : [{ userId: m.user_id, reason: "changed_concurrently" }]
+      );
+      return {
+        dryRun: input.dryRun,
+        days: input.days,
+        matched: members.length,
+        granted: granted.length,
+        userIds: granted,
+        skipped,
+      };
+    });
+  },
+});

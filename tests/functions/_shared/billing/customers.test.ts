@@ -1,0 +1,67 @@
+import assert from "node:assert/strict";
+import {
+  ensureCustomer,
+  findCustomer,
+  linkCustomer,
+} from "../../../../supabase/functions/_shared/billing/customers.ts";
+import { Context } from "../../../../supabase/functions/_shared/context.ts";
+import { HttpError } from "../../../../supabase/functions/_shared/errors.ts";
+import { billingSetup, subscriptionOf } from "../../../support/billing.ts";
+import { sqlTest } from "../../../support/db.ts";
+import { createUser } from "../../../support/sql.ts";
+
+const { db, double, runtime } = await billingSetup();
+const ctx = () => new Context(runtime, crypto.randomUUID(), runtime.log);
+
+sqlTest(
+  "ensureCustomer() creates one customer per user with the key customer:<userId>, even concurrently",
+  async () => {
+    const user = await createUser(db.pool);
+    const before = double.createdCount("customer");
+    const results = await Promise.all(Array.from({ length: 5 }, () => ensureCustomer(ctx(), user)));
+    assert.equal(new Set(results.map((r) => r.customer.id)).size, 1);
+    assert.equal(double.createdCount("customer"), before + 1);
+    const keys = double.requestsTo("POST", "/v1/customers").map((r) =>
+      r.headers.get("idempotency-key")
+    );
+    assert.ok(keys.every((k) => k === `customer:${user.id}`));
+    assert.equal(
+      (await subscriptionOf(db.pool, user.id))?.payproc_customer_id,
+      results[0]!.customer.id,
+    );
+    assert.equal((await ensureCustomer(ctx(), user)).via, "stored");
+  },
+);
+
+sqlTest(
+  "findCustomer() prefers our metadata; by e-mail only a customer naming no other user and held by no other row",
+  async () => {
+    const user = await createUser(db.pool);
+    const other = await createUser(db.pool);
+    double.addCustomer({ email: user.email, metadata: { user_id: other.id } });
+    const heldElsewhere = double.addCustomer({ email: user.email });
+    await linkCustomer(runtime.database, other.id, heldElsewhere.id);
+    assert.equal(await findCustomer(ctx(), user), null);
+
+    const tagged = double.addCustomer({
+      email: "different@example.test",
+      metadata: { user_id: user.id },
+    });
+    const found = await findCustomer(ctx(), user);
+    assert.equal(found?.customer.id, tagged.id);
+    assert.equal(found?.via, "metadata");
+  },
+);
+
+sqlTest("linkCustomer() answers 409 when another user's row holds the customer", async () => {
+  const a = await createUser(db.pool);
+  const b = await createUser(db.pool);
+  const customer = double.addCustomer();
+  assert.equal(await linkCustomer(runtime.database, a.id, customer.id), true);
+  assert.equal(await linkCustomer(runtime.database, a.id, customer.id), false);
+  await assert.rejects(
+    linkCustomer(runtime.database, b.id, customer.id),
+    (e: unknown) => e instanceof HttpError && e.status === 409,
+  );
+  assert.equal(await subscriptionOf(db.pool, b.id), null);
+});

@@ -1,0 +1,111 @@
+import assert from "node:assert/strict";
+import {
+  runGuardedJob,
+  startJobRun,
+} from "../../../../supabase/functions/_shared/billing/job_guard.ts";
+import { Context } from "../../../../supabase/functions/_shared/context.ts";
+import { HttpError, upstreamUnavailable } from "../../../../supabase/functions/_shared/errors.ts";
+import { createTestDatabase, sqlTest } from "../../../support/db.ts";
+import { testRuntime } from "../../../support/runtime.ts";
+
+const db = await createTestDatabase();
+const runtime = await testRuntime(db);
+const ctx = () => new Context(runtime, crypto.randomUUID(), runtime.log);
+
+async function runs(job: string) {
+  const { rows } = await db.pool.query(
+    "select status, scanned, changed, failed, failures, error_code from public.job_runs where job_name = $1 order by started_at",
+    [job],
+  );
+  return rows;
+}
+
+sqlTest("runGuardedJob() records a successful run with its counts", async () => {
+  const output = await runGuardedJob(ctx(), "job-ok", {}, (tally) => {
+    tally.scanned = 3;
+    tally.changed = 1;
+    tally.count("skipped", 2);
+    return Promise.resolve();
+  });
+  assert.equal(output.job, "job-ok");
+  assert.deepEqual(output.counts, { skipped: 2 });
+  assert.deepEqual(await runs("job-ok"), [
+    { status: "succeeded", scanned: 3, changed: 1, failed: 0, failures: [], error_code: null },
+  ]);
+});
+
+sqlTest(
+  "runGuardedJob() refuses an overlapping run with 409 and lets one run at a time",
+  async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => release = resolve);
+    const first = runGuardedJob(ctx(), "job-overlap", {}, () => gate);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await assert.rejects(
+      runGuardedJob(ctx(), "job-overlap", {}, () => Promise.resolve()),
+      (e: unknown) => e instanceof HttpError && e.status === 409 && e.code === "conflict",
+    );
+    release();
+    await first;
+    await runGuardedJob(ctx(), "job-overlap", {}, () => Promise.resolve());
+    assert.deepEqual((await runs("job-overlap")).map((r) => r.status), ["succeeded", "succeeded"]);
+  },
+);
+
+sqlTest("startJobRun() takes over a run older than its stale_after", async () => {
+  await startJobRun(ctx(), "job-stale", 60_000);
+  await assert.rejects(startJobRun(ctx(), "job-stale", 60_000), HttpError);
+  await db.pool.query(
+    "update public.job_runs set started_at = now() - interval '2 minutes' where job_name = 'job-stale'",
+  );
+  await startJobRun(ctx(), "job-stale", 60_000);
+  assert.deepEqual((await runs("job-stale")).map((r) => [r.status, r.error_code]), [
+    ["abandoned", "stale_taken_over"],
+    ["running", null],
+  ]);
+});
+
+sqlTest(
+  "runGuardedJob() ends partial with 500 partial_failure when items failed, and failed when the work throws",
+  async () => {
+    await assert.rejects(
+      runGuardedJob(ctx(), "job-partial", {}, async (tally) => {
+        tally.scanned = 2;
+        await tally.attempt(
+          "item-1",
+          () => Promise.reject(upstreamUnavailable("payment processor")),
+        );
+        await tally.attempt("item-2", () => Promise.reject(new Error("secret database text")));
+      }),
+      (e: unknown) => {
+        assert.ok(e instanceof HttpError);
+        assert.equal(e.status, 500);
+        assert.equal(e.code, "partial_failure");
+        const details = e.details as {
+          failures: Array<{ item: string; code: string; message: string }>;
+        };
+        assert.deepEqual(details.failures.map((f) => [f.item, f.code]), [
+          ["item-1", "upstream_unavailable"],
+          ["item-2", "internal"],
+        ]);
+        assert.doesNotMatch(JSON.stringify(details), /secret database text/);
+        return true;
+      },
+    );
+    assert.equal((await runs("job-partial"))[0].status, "partial");
+
+    await assert.rejects(
+      runGuardedJob(
+        ctx(),
+        "job-failed",
+        {},
+        () => Promise.reject(upstreamUnavailable("payment processor")),
+      ),
+      (e: unknown) => e instanceof HttpError && e.status === 503,
+    );
+    assert.deepEqual((await runs("job-failed")).map((r) => [r.status, r.error_code]), [[
+      "failed",
+      "upstream_unavailable",
+    ]]);
+  },
+);

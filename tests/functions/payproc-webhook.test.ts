@@ -1,0 +1,639 @@
+import assert from "node:assert/strict";
+import type Stripe from "stripe";
+import webhook from "../../supabase/functions/payproc-webhook/handler.ts";
+import {
+  billingSetup,
+  CONNECT_WEBHOOK_SECRET,
+  countRows,
+  deliver,
+  payprocEnv,
+  subscriptionOf,
+  unix,
+  WEBHOOK_SECRET,
+} from "../support/billing.ts";
+import { sqlTest } from "../support/db.ts";
+import { payprocClient, type PayprocSubscription } from "../support/payproc_double.ts";
+import { invoke, testRuntime } from "../support/runtime.ts";
+import { createUser, type TestUser } from "../support/sql.ts";
+
+const setup = await billingSetup();
+const { db, double, runtime, prices } = setup;
+const stripe = payprocClient(double);
+
+interface WebhookAnswer {
+  received: boolean;
+  id: string;
+  outcome: string;
+  detail?: string;
+  error?: { code: string; message: string };
+}
+
+/** A user with a processor customer linked on their row and a subscription at the processor. */
+async function subscriber(lookupKey = "starter_monthly") {
+  const user = await createUser(db.pool);
+  const customer = double.addCustomer({ email: user.email, metadata: { user_id: user.id } });
+  const subscription = double.addSubscription({ customer: customer.id, lookupKey });
+  return { user, customer, subscription };
+}
+
+/** Applies the subscription's current state through an event, so the row exists. */
+async function mirrored(lookupKey = "starter_monthly") {
+  const s = await subscriber(lookupKey);
+  const res = await deliver<WebhookAnswer>(
+    setup,
+    double.event("customer.subscription.created", s.subscription),
+  );
+  assert.equal(res.status, 200);
+  return s;
+}
+
+function eventsOf(id: string) {
+  return countRows(db.pool, "public.payproc_events", "id = $1", [id]);
+}
+
+function broadcastsTo(user: TestUser) {
+  return countRows(db.pool, "realtime.messages", "topic = $1", [`user:${user.id}`]);
+}
+
+sqlTest(
+  "payproc-webhook: checkout.session.completed links the customer through client_reference_id and mirrors the subscription",
+  async () => {
+    const user = await createUser(db.pool);
+    const customer = await stripe.customers.create({ email: user.email });
+    const session = await stripe.checkout.sessions.create({
+      mode: "subscription",
+      customer: customer.id,
+      client_reference_id: user.id,
+      line_items: [{ price: prices.pro_yearly.id, quantity: 1 }],
+      success_url: "http://localhost:5173/ok",
+    });
+    const completed = double.completeCheckout(session.id);
+    const res = await deliver<WebhookAnswer>(
+      setup,
+      double.event("checkout.session.completed", completed.session),
+    );
+    assert.equal(res.status, 200);
+    assert.equal(res.body.outcome, "applied");
+
+    const row = await subscriptionOf(db.pool, user.id);
+    const item = completed.subscription!.items.data[0]!;
+    assert.equal(row?.subscription_level, "pro");
+    assert.equal(row?.subscription_status, "active");
+    assert.equal(row?.source, "payproc");
+    assert.equal(row?.payproc_customer_id, customer.id);
+    assert.equal(row?.payproc_subscription_id, completed.subscription!.id);
+    assert.equal(row?.payproc_price_id, prices.pro_yearly.id);
+    assert.equal(row?.billing_interval, "year");
+    assert.equal(row?.current_period_start?.getTime(), item.current_period_start * 1000);
+    assert.equal(row?.current_period_end?.getTime(), item.current_period_end * 1000);
+    assert.equal(row?.cancel_at_period_end, false);
+  },
+);
+
+sqlTest("payproc-webhook: a repeated event answers 200 and changes nothing", async () => {
+  const { user, subscription } = await subscriber();
+  const event = double.event("customer.subscription.created", subscription);
+  const first = await deliver<WebhookAnswer>(setup, event);
+  assert.equal(first.body.outcome, "applied");
+  const before = await subscriptionOf(db.pool, user.id);
+  const broadcasts = await broadcastsTo(user);
+
+  const again = await deliver<WebhookAnswer>(setup, event);
+  assert.equal(again.status, 200);
+  assert.equal(again.body.outcome, "duplicate");
+  assert.deepEqual(await subscriptionOf(db.pool, user.id), before);
+  assert.equal(await broadcastsTo(user), broadcasts);
+  assert.equal(await eventsOf(event.id), 1);
+});
+
+sqlTest(
+  "payproc-webhook: ten concurrent deliveries of one event apply it exactly once",
+  async () => {
+    const { user, subscription } = await mirrored();
+    double.updateSubscription(subscription.id, { status: "past_due" });
+    const event = double.event(
+      "customer.subscription.updated",
+      double.get("subscription", subscription.id)!,
+    );
+    const broadcasts = await broadcastsTo(user);
+
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () => deliver<WebhookAnswer>(setup, event)),
+    );
+    assert.ok(answers.every((a) => a.status === 200), JSON.stringify(answers.map((a) => a.body)));
+    const outcomes = answers.map((a) => a.body.outcome).sort();
+    assert.deepEqual(outcomes, ["applied", ...Array(9).fill("duplicate")].sort());
+    assert.equal(await eventsOf(event.id), 1);
+    assert.equal(await broadcastsTo(user), broadcasts + 1);
+    assert.equal((await subscriptionOf(db.pool, user.id))?.subscription_status, "past_due");
+  },
+);
+
+for (const order of ["older first", "newer first"] as const) {
+  sqlTest(
+    `payproc-webhook: an older event never overwrites newer state (re-read, ${order})`,
+    async () => {
+      const { user, subscription } = await mirrored();
+      const t = unix();
+      const older = double.event(
+        "customer.subscription.updated",
+        double.updateSubscription(subscription.id, { status: "past_due" }),
+        { created: t },
+      );
+      const newer = double.event(
+        "customer.subscription.updated",
+        double.updateSubscription(subscription.id, { status: "active", lookupKey: "pro_monthly" }),
+        { created: t + 5 },
+      );
+      for (const event of order === "older first" ? [older, newer] : [newer, older]) {
+        assert.equal((await deliver<WebhookAnswer>(setup, event)).status, 200);
+      }
+      const row = await subscriptionOf(db.pool, user.id);
+      assert.equal(row?.subscription_status, "active");
+      assert.equal(row?.subscription_level, "pro");
+    },
+  );
+}
+
+sqlTest(
+  "payproc-webhook: events of the same second keep the newer state (re-read breaks the tie)",
+  async () => {
+    const { user, subscription } = await mirrored();
+    const t = unix();
+    const first = double.event(
+      "customer.subscription.updated",
+      double.updateSubscription(subscription.id, { cancelAtPeriodEnd: true }),
+      { created: t },
+    );
+    const second = double.event(
+      "customer.subscription.updated",
+      double.updateSubscription(subscription.id, { cancelAtPeriodEnd: false }),
+      { created: t },
+    );
+    await deliver<WebhookAnswer>(setup, second);
+    await deliver<WebhookAnswer>(setup, first);
+    assert.equal((await subscriptionOf(db.pool, user.id))?.cancel_at_period_end, false);
+  },
+);
+
+/** A subscription the processor no longer has (only the events carry it). */
+function goneSubscription(user: TestUser, customer: string, status: Stripe.Subscription.Status) {
+  const template = double.get(
+    "subscription",
+    double.addSubscription({ customer, lookupKey: "starter_monthly" }).id,
+  )!;
+  const gone: PayprocSubscription = structuredClone(template);
+  gone.id = `sub_gone_${crypto.randomUUID().slice(0, 8)}`;
+  gone.status = status;
+  gone.metadata = { user_id: user.id };
+  return gone;
+}
+
+for (const order of ["deleted last", "deleted first"] as const) {
+  sqlTest(`payproc-webhook: without the object, event created decides (${order})`, async () => {
+    const user = await createUser(db.pool);
+    const customer = double.addCustomer({ email: user.email });
+    const active = goneSubscription(user, customer.id, "active");
+    const canceled = { ...structuredClone(active), status: "canceled" as const };
+    const t = unix();
+    const updated = double.event("customer.subscription.updated", active, { created: t });
+    const deleted = double.event("customer.subscription.deleted", canceled, { created: t + 10 });
+    const answers = [];
+    for (const event of order === "deleted last" ? [updated, deleted] : [deleted, updated]) {
+      answers.push((await deliver<WebhookAnswer>(setup, event)).body);
+    }
+    const row = await subscriptionOf(db.pool, user.id);
+    assert.equal(row?.payproc_subscription_id, active.id);
+    assert.equal(row?.subscription_status, "canceled");
+    if (order === "deleted first") {
+      assert.equal(answers[1]?.outcome, "skipped");
+      assert.match(answers[1]?.detail ?? "", /stale/);
+    }
+  });
+}
+
+sqlTest(
+  "payproc-webhook: without the object, a same-second deletion wins over an update",
+  async () => {
+    const user = await createUser(db.pool);
+    const customer = double.addCustomer({ email: user.email });
+    const active = goneSubscription(user, customer.id, "active");
+    const t = unix();
+    await deliver<WebhookAnswer>(
+      setup,
+      double.event("customer.subscription.deleted", { ...active, status: "canceled" }, {
+        created: t,
+      }),
+    );
+    await deliver<WebhookAnswer>(
+      setup,
+      double.event("customer.subscription.updated", active, { created: t }),
+    );
+    assert.equal((await subscriptionOf(db.pool, user.id))?.subscription_status, "canceled");
+  },
+);
+
+sqlTest(
+  "payproc-webhook: subscription.updated moves updated_at only when something changed",
+  async () => {
+    const { user, subscription } = await mirrored();
+    const before = await subscriptionOf(db.pool, user.id);
+    const same = await deliver<WebhookAnswer>(
+      setup,
+      double.event("customer.subscription.updated", subscription),
+    );
+    assert.equal(same.body.detail, "already up to date");
+    assert.deepEqual((await subscriptionOf(db.pool, user.id))?.updated_at, before?.updated_at);
+
+    await deliver(
+      setup,
+      double.event(
+        "customer.subscription.updated",
+        double.updateSubscription(subscription.id, { cancelAtPeriodEnd: true }),
+      ),
+    );
+    const after = await subscriptionOf(db.pool, user.id);
+    assert.equal(after?.cancel_at_period_end, true);
+    assert.ok(after!.updated_at > before!.updated_at);
+  },
+);
+
+sqlTest("payproc-webhook: paused, resumed and deleted follow the processor", async () => {
+  const { user, subscription } = await mirrored("pro_monthly");
+  double.updateSubscription(subscription.id, { status: "paused" });
+  await deliver<WebhookAnswer>(
+    setup,
+    double.event("customer.subscription.paused", double.get("subscription", subscription.id)!),
+  );
+  assert.equal((await subscriptionOf(db.pool, user.id))?.subscription_status, "paused");
+  double.updateSubscription(subscription.id, { status: "active" });
+  await deliver<WebhookAnswer>(
+    setup,
+    double.event("customer.subscription.resumed", double.get("subscription", subscription.id)!),
+  );
+  assert.equal((await subscriptionOf(db.pool, user.id))?.subscription_status, "active");
+  await stripe.subscriptions.cancel(subscription.id);
+  await deliver<WebhookAnswer>(
+    setup,
+    double.event("customer.subscription.deleted", double.get("subscription", subscription.id)!),
+  );
+  const row = await subscriptionOf(db.pool, user.id);
+  assert.equal(row?.subscription_status, "canceled");
+  const plan = await db.pool.query("select public.current_plan($1) as plan", [user.id]);
+  assert.equal(plan.rows[0].plan, "free");
+});
+
+sqlTest(
+  "payproc-webhook: a subscription created before checkout completes is linked through the customer's metadata",
+  async () => {
+    const { user, subscription } = await subscriber("pro_monthly");
+    const res = await deliver<WebhookAnswer>(
+      setup,
+      double.event("customer.subscription.created", subscription),
+    );
+    assert.equal(res.body.outcome, "applied");
+    assert.equal((await subscriptionOf(db.pool, user.id))?.subscription_level, "pro");
+  },
+);
+
+sqlTest(
+  "payproc-webhook: a subscription of a customer nobody is linked to is recorded as skipped",
+  async () => {
+    const customer = double.addCustomer({ email: "stranger@example.test" });
+    const subscription = double.addSubscription({
+      customer: customer.id,
+      lookupKey: "pro_monthly",
+    });
+    const event = double.event("customer.subscription.created", subscription);
+    const res = await deliver<WebhookAnswer>(setup, event);
+    assert.equal(res.status, 200);
+    assert.equal(res.body.outcome, "skipped");
+    assert.equal(
+      await countRows(db.pool, "public.subscriptions", "payproc_subscription_id = $1", [
+        subscription.id,
+      ]),
+      0,
+    );
+    const { rows } = await db.pool.query(
+      "select outcome, detail from public.payproc_events where id = $1",
+      [event.id],
+    );
+    assert.equal(rows[0].outcome, "skipped");
+    assert.match(rows[0].detail, /unlinked/);
+  },
+);
+
+sqlTest(
+  "payproc-webhook: a checkout naming another user's customer does not move the link",
+  async () => {
+    const { user, customer } = await mirrored();
+    const intruder = await createUser(db.pool);
+    const session = await stripe.checkout.sessions.create({
+      mode: "subscription",
+      customer: customer.id,
+      client_reference_id: intruder.id,
+      line_items: [{ price: prices.pro_monthly.id, quantity: 1 }],
+      success_url: "http://localhost:5173/ok",
+    });
+    const completed = double.completeCheckout(session.id);
+    const res = await deliver<WebhookAnswer>(
+      setup,
+      double.event("checkout.session.completed", completed.session),
+    );
+    assert.equal(res.body.outcome, "skipped");
+    assert.equal(await subscriptionOf(db.pool, intruder.id), null);
+    assert.equal((await subscriptionOf(db.pool, user.id))?.payproc_customer_id, customer.id);
+  },
+);
+
+sqlTest(
+  "payproc-webhook: checkout in payment mode and unknown types are recorded as ignored",
+  async () => {
+    const charge = double.event("charge.refunded", { id: "ch_x", object: "charge" } as never);
+    const res = await deliver<WebhookAnswer>(setup, charge);
+    assert.equal(res.status, 200);
+    assert.equal(res.body.outcome, "ignored");
+    assert.equal(await eventsOf(charge.id), 1);
+
+    const session = await stripe.checkout.sessions.create({
+      mode: "payment",
+      line_items: [{
+        price_data: { currency: "usd", unit_amount: 500, product_data: { name: "x" } },
+        quantity: 1,
+      }],
+      success_url: "http://localhost:5173/ok",
+    });
+    const paid = double.completeCheckout(session.id);
+    const other = await deliver<WebhookAnswer>(
+      setup,
+      double.event("checkout.session.completed", paid.session),
+    );
+    assert.equal(other.body.outcome, "ignored");
+  },
+);
+
+sqlTest(
+  "payproc-webhook: invoice.paid and invoice.payment_failed mirror the invoice (major units) and the subscription",
+  async () => {
+    const { user, customer, subscription } = await mirrored("pro_monthly");
+    const invoiceId = double.get("subscription", subscription.id)!.latest_invoice as string;
+    const paid = await deliver<WebhookAnswer>(
+      setup,
+      double.event("invoice.paid", double.get("invoice", invoiceId)!),
+    );
+    assert.equal(paid.status, 200);
+    const { rows } = await db.pool.query(
+      "select * from public.invoices where payproc_invoice_id = $1",
+      [invoiceId],
+    );
+    assert.equal(rows[0].status, "paid");
+    assert.equal(rows[0].amount_paid, "29.00");
+    assert.equal(rows[0].currency, "USD");
+    assert.equal(rows[0].user_id, user.id);
+    assert.equal(rows[0].payproc_customer_id, customer.id);
+    assert.equal(rows[0].payproc_subscription_id, subscription.id);
+
+    const failed = double.addInvoice({
+      customer: customer.id,
+      subscription: subscription.id,
+      status: "open",
+      amount: 2900,
+    });
+    double.store.require("invoice", failed.id).attempt_count = 1;
+    double.updateSubscription(subscription.id, { status: "past_due" });
+    await deliver<WebhookAnswer>(
+      setup,
+      double.event("invoice.payment_failed", double.get("invoice", failed.id)!),
+    );
+    const open = await db.pool.query(
+      "select * from public.invoices where payproc_invoice_id = $1",
+      [failed.id],
+    );
+    assert.equal(open.rows[0].status, "open");
+    assert.equal(open.rows[0].attempt_count, 1);
+    assert.equal(open.rows[0].amount_remaining, "29.00");
+    assert.equal((await subscriptionOf(db.pool, user.id))?.subscription_status, "past_due");
+
+    const finalized = double.addInvoice({ customer: customer.id, status: "open", amount: 1234 });
+    await deliver<WebhookAnswer>(setup, double.event("invoice.finalized", finalized));
+    await deliver<WebhookAnswer>(setup, double.event("invoice.payment_succeeded", finalized));
+    assert.equal(
+      await countRows(db.pool, "public.invoices", "payproc_invoice_id = $1", [finalized.id]),
+      1,
+    );
+  },
+);
+
+sqlTest(
+  "payproc-webhook: account.updated on the Connect secret writes the KYC summary to connect_accounts and profiles",
+  async () => {
+    const seller = await createUser(db.pool);
+    const account = double.addAccount({ metadata: { user_id: seller.id } });
+    const res = await deliver<WebhookAnswer>(
+      setup,
+      double.event("account.updated", account, { account: account.id }),
+      {
+        secret: CONNECT_WEBHOOK_SECRET,
+      },
+    );
+    assert.equal(res.status, 200);
+    let row =
+      (await db.pool.query("select * from public.connect_accounts where user_id = $1", [seller.id]))
+        .rows[0];
+    assert.equal(row.payproc_account_id, account.id);
+    assert.equal(row.kyc_status, "pending");
+    assert.equal(row.currently_due_count, 4);
+    assert.equal(row.payouts_enabled, false);
+
+    double.setAccount(account.id, {
+      details_submitted: true,
+      requirements: {
+        currently_due: ["external_account"],
+        past_due: ["external_account"],
+        disabled_reason: "requirements.past_due",
+      },
+    });
+    await deliver<WebhookAnswer>(
+      setup,
+      double.event("account.updated", double.get("account", account.id)!, { account: account.id }),
+      {
+        secret: CONNECT_WEBHOOK_SECRET,
+      },
+    );
+    row =
+      (await db.pool.query("select * from public.connect_accounts where user_id = $1", [seller.id]))
+        .rows[0];
+    assert.equal(row.kyc_status, "restricted");
+    assert.equal(row.past_due_count, 1);
+    assert.equal(row.disabled_reason, "requirements.past_due");
+
+    double.completeOnboarding(account.id);
+    await deliver<WebhookAnswer>(
+      setup,
+      double.event("account.updated", double.get("account", account.id)!, { account: account.id }),
+      {
+        secret: CONNECT_WEBHOOK_SECRET,
+      },
+    );
+    const profile =
+      (await db.pool.query("select * from public.profiles where id = $1", [seller.id])).rows[0];
+    assert.equal(profile.payproc_account_id, account.id);
+    assert.equal(profile.kyc_status, "verified");
+    assert.equal(profile.kyc_currently_due_count, 0);
+    assert.equal(profile.kyc_past_due_count, 0);
+    assert.equal(profile.kyc_disabled_reason, "");
+    assert.equal(profile.payouts_enabled, true);
+  },
+);
+
+sqlTest("payproc-webhook: an account nobody is linked to is recorded as skipped", async () => {
+  const account = double.addAccount();
+  const res = await deliver<WebhookAnswer>(setup, double.event("account.updated", account));
+  assert.equal(res.body.outcome, "skipped");
+  assert.equal(
+    await countRows(db.pool, "public.connect_accounts", "payproc_account_id = $1", [account.id]),
+    0,
+  );
+});
+
+sqlTest("payproc-webhook: the Connect secret is refused when it is not configured", async () => {
+  const { PAYPROC_CONNECT_WEBHOOK_SECRET: _, ...env } = payprocEnv(double);
+  const without = await testRuntime(db, env);
+  const account = double.addAccount();
+  const event = double.event("account.updated", account);
+  const res = await deliver<WebhookAnswer>(setup, event, {
+    secret: CONNECT_WEBHOOK_SECRET,
+    runtime: without,
+  });
+  assert.equal(res.status, 400);
+  assert.equal(await eventsOf(event.id), 0);
+});
+
+sqlTest(
+  "payproc-webhook: bad signatures answer 400 invalid_signature and write nothing",
+  async () => {
+    const { user, subscription } = await mirrored();
+    const before = await subscriptionOf(db.pool, user.id);
+    double.updateSubscription(subscription.id, { status: "past_due" });
+    const event = double.event(
+      "customer.subscription.updated",
+      double.get("subscription", subscription.id)!,
+    );
+    const signed = await double.signedWebhook(event, WEBHOOK_SECRET);
+    const cases: Array<[string, { rawBody: string; headers: Record<string, string> }, RegExp]> = [
+      [
+        "missing header",
+        { rawBody: signed.body, headers: { "content-type": "application/json" } },
+        /missing/,
+      ],
+      ["wrong secret", await signedWith(event, "whsec_wrong"), /does not match/],
+      ["stale timestamp", await signedWith(event, WEBHOOK_SECRET, unix() - 301), /tolerance/],
+      ["tampered body", {
+        rawBody: signed.body.replace("past_due", "active"),
+        headers: signed.headers,
+      }, /does not match/],
+      [
+        "garbage header",
+        { rawBody: signed.body, headers: { "stripe-signature": "nonsense" } },
+        /does not match/,
+      ],
+    ];
+    for (const [name, request, message] of cases) {
+      const res = await invoke<WebhookAnswer>(webhook, runtime, request);
+      assert.equal(res.status, 400, name);
+      assert.equal(res.body.error?.code, "invalid_signature", name);
+      assert.match(res.body.error?.message ?? "", message, name);
+    }
+    assert.equal(await eventsOf(event.id), 0);
+    assert.deepEqual(await subscriptionOf(db.pool, user.id), before);
+  },
+);
+
+async function signedWith(event: object | string, secret: string, timestamp?: number) {
+  const signed = await double.signedWebhook(event, secret, { timestamp });
+  return { rawBody: signed.body, headers: signed.headers as Record<string, string> };
+}
+
+sqlTest("payproc-webhook: a signed body that is not JSON answers 400 invalid_json", async () => {
+  const res = await invoke<WebhookAnswer>(
+    webhook,
+    runtime,
+    await signedWith("not json", WEBHOOK_SECRET),
+  );
+  assert.equal(res.status, 400);
+  assert.equal(res.body.error?.code, "invalid_json");
+});
+
+sqlTest(
+  "payproc-webhook: a processor failure while applying answers 503, rolls back, and the retry applies",
+  async () => {
+    const { user, subscription } = await mirrored();
+    double.updateSubscription(subscription.id, { status: "past_due" });
+    const event = double.event(
+      "customer.subscription.updated",
+      double.get("subscription", subscription.id)!,
+    );
+    double.failNext({
+      method: "GET",
+      path: `/v1/subscriptions/${subscription.id}`,
+      status: 500,
+      times: 3,
+    });
+    const failed = await deliver<WebhookAnswer>(setup, event);
+    assert.equal(failed.status, 503);
+    assert.equal(failed.body.error?.code, "upstream_unavailable");
+    assert.equal(await eventsOf(event.id), 0);
+    assert.equal((await subscriptionOf(db.pool, user.id))?.subscription_status, "active");
+
+    const retried = await deliver<WebhookAnswer>(setup, event);
+    assert.equal(retried.status, 200);
+    assert.equal(retried.body.outcome, "applied");
+    assert.equal((await subscriptionOf(db.pool, user.id))?.subscription_status, "past_due");
+  },
+);
+
+sqlTest(
+  "payproc-webhook: a processor that does not answer in time gives 503, not a hanging request",
+  async () => {
+    const fast = await testRuntime(db, { ...payprocEnv(double), PAYPROC_TIMEOUT_MS: "200" });
+    const { subscription } = await subscriber();
+    const event = double.event("customer.subscription.created", subscription);
+    double.failNext({
+      method: "GET",
+      path: `/v1/subscriptions/${subscription.id}`,
+      delayMs: Infinity,
+      times: 3,
+    });
+    const started = performance.now();
+    const res = await deliver<WebhookAnswer>(setup, event, { runtime: fast });
+    assert.equal(res.status, 503);
+    assert.equal(res.body.error?.code, "upstream_unavailable");
+    assert.ok(performance.now() - started < 10_000);
+    assert.equal(await eventsOf(event.id), 0);
+  },
+);
+
+sqlTest(
+  "payproc-webhook: missing PAYPROC_WEBHOOK_SECRET or PAYPROC_SECRET_KEY answers 503 not_configured",
+  async () => {
+    const { PAYPROC_WEBHOOK_SECRET: _w, ...noSecret } = payprocEnv(double);
+    const { subscription } = await subscriber();
+    const event = double.event("customer.subscription.created", subscription);
+    const a = await deliver<WebhookAnswer>(setup, event, {
+      runtime: await testRuntime(db, noSecret),
+    });
+    assert.equal(a.status, 503);
+    assert.equal(a.body.error?.code, "not_configured");
+
+    const { PAYPROC_SECRET_KEY: _k, ...noKey } = payprocEnv(double);
+    const b = await deliver<WebhookAnswer>(setup, event, { runtime: await testRuntime(db, noKey) });
+    assert.equal(b.status, 503);
+    assert.equal(b.body.error?.code, "not_configured");
+    assert.equal(await eventsOf(event.id), 0);
+  },
+);
+
+sqlTest("payproc-webhook: GET is refused and no JWT is needed for POST", async () => {
+  const res = await invoke(webhook, runtime, { method: "GET" });
+  assert.equal(res.status, 405);
+});
