@@ -28,7 +28,7 @@ import { migrate } from "../local/migrate.ts";
 import { freePort, startPostgres } from "../local/postgres.ts";
 import { payprocCryptoProvider } from "../supabase/functions/_shared/payproc.ts";
 import { PayprocDouble } from "../tests/support/payproc_double.ts";
-import { waitForServer } from "./support/load.ts";
+import { summarize, waitForServer } from "./support/load.ts";
 
 const CONCURRENCY = Number(Deno.env.get("BENCH_CONCURRENCY") ?? "32");
 const EVENTS = Number(Deno.env.get("BENCH_EVENTS") ?? "6000");
@@ -203,18 +203,12 @@ try {
         latencies.push(performance.now() - t0);
       }
     }));
-    const seconds = (performance.now() - started) / 1000;
-    latencies.sort((a, b) => a - b);
-    const at = (q: number) =>
-      latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
-    return {
-      events: latencies.length,
+    const { requests, ...timing } = summarize(
+      latencies,
+      (performance.now() - started) / 1000,
       errors,
-      seconds,
-      perSecond: latencies.length / seconds,
-      p50Ms: at(0.5),
-      p95Ms: at(0.95),
-    };
+    );
+    return { events: requests, ...timing };
   };
 
   // Warm-up (JIT, pools, price cache), not measured.

@@ -34,7 +34,11 @@ export async function runLoad(
     }
   };
   await Promise.all(Array.from({ length: options.concurrency }, worker));
-  const seconds = (performance.now() - started) / 1000;
+  return summarize(latencies, (performance.now() - started) / 1000, errors);
+}
+
+/** Throughput and latency percentiles of a run (`latencies` in ms, sorted here). */
+export function summarize(latencies: number[], seconds: number, errors: number): LoadResult {
   latencies.sort((a, b) => a - b);
   const at = (q: number) =>
     latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;

@@ -1,0 +1,70 @@
+import assert from "node:assert/strict";
+import { startScheduler } from "../../local/scheduler.ts";
+import { Logger } from "../../supabase/functions/_shared/log.ts";
+import { createTestDatabase, sqlTest } from "../support/db.ts";
+
+const db = await createTestDatabase();
+
+sqlTest(
+  "startScheduler() POSTs each enabled job_schedules row with the scheduler token",
+  async () => {
+    const calls: Array<{ path: string; auth: string | null; body: string }> = [];
+    const server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+      async (req) => {
+        calls.push({
+          path: new URL(req.url).pathname,
+          auth: req.headers.get("authorization"),
+          body: await req.text(),
+        });
+        return Response.json({ ok: true });
+      },
+    );
+      await db.pool.query(
+      `insert into public.job_schedules (function_name, cron, body, enabled) values
+       ('run-price-alerts', '* * * * * *', '{"slot":"test"}', true),
+       ('update-views-count', '* * * * * *', '{}', false)`,
+    );
+    const scheduler = await startScheduler({
+      databaseUrl: db.url,
+      functionsUrl: `http://127.0.0.1:${server.addr.port}/functions/v1`,
+      token: "scheduler-token-for-this-test",
+      log: new Logger("silent"),
+    });
+    try {
+      const deadline = Date.now() + 5_000;
+      while (calls.length === 0 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    } finally {
+      scheduler.stop();
+      await server.shutdown();
+    }
+    assert.ok(calls.length >= 1, "the enabled job ran");
+    assert.ok(
+      calls.every((c) => c.path === "/functions/v1/run-price-alerts"),
+      "the disabled one did not",
+    );
+    assert.equal(calls[0]!.auth, "Bearer scheduler-token-for-this-test");
+    assert.deepEqual(JSON.parse(calls[0]!.body), { slot: "test" });
+  },
+);
+
+sqlTest("job_schedules lists the billing jobs with valid cron expressions", async () => {
+  const { rows } = await db.pool.query<{ function_name: string; cron: string }>(
+    "select function_name, cron from public.job_schedules order by 1",
+  );
+  const names = rows.map((r) => r.function_name);
+  for (
+    const job of [
+      "auto-fix-subscription-dates",
+      "daily-subscription-sync",
+      "payproc-sync",
+      "sync-invoices",
+    ]
+  ) {
+    assert.ok(names.includes(job), `${job} is scheduled`);
+  }
+  const { Cron } = await import("croner");
+  for (const row of rows) new Cron(row.cron, { paused: true }).stop();
+});
