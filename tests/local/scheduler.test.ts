@@ -20,7 +20,7 @@ sqlTest(
         return Response.json({ ok: true });
       },
     );
-      await db.pool.query(
+    await db.pool.query(
       `insert into public.job_schedules (function_name, cron, body, enabled) values
        ('run-price-alerts', '* * * * * *', '{"slot":"test"}', true),
        ('update-views-count', '* * * * * *', '{}', false)`,
