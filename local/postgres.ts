@@ -68,7 +68,11 @@ export async function startPostgres(
     await server.start();
   } catch (error) {
     await server.stop().catch(() => {});
-    const detail = error instanceof Error ? error.message.split("\n")[0] : "";
+    let detail = error instanceof Error ? error.message.split("\n")[0] : "";
+    if (/EPERM|EACCES|Permission denied/.test(detail ?? "")) {
+      detail += ' (as root PostgreSQL runs as the "postgres" user, which must be able to' +
+        " reach node_modules and the data folder: chmod o+x the folders above them)";
+    }
     throw new PostgresStartError(
       `Cannot start PostgreSQL in "${options.dataDir}" on port ${options.port}` +
         (detail ? `: ${detail}` : ": the server exited during start-up (see its log)"),
