@@ -69,7 +69,9 @@ export async function startPostgres(
   } catch (error) {
     await server.stop().catch(() => {});
     let detail = error instanceof Error ? error.message.split("\n")[0] : "";
-    if (/EPERM|EACCES|Permission denied/.test(detail ?? "")) {
+    if (/error while loading shared libraries/.test(detail ?? "")) {
+      detail += " (run `deno task setup`: the binaries' install script has not run)";
+    } else if (/EPERM|EACCES|Permission denied/.test(detail ?? "")) {
       detail += ' (as root PostgreSQL runs as the "postgres" user, which must be able to' +
         " reach node_modules and the data folder: chmod o+x the folders above them)";
     }
