@@ -130,3 +130,27 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "local stack: a database that cannot start is a one-line error, not a stack trace",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const state = await Deno.makeTempDir();
+    try {
+      const dbPort = (listener.addr as Deno.NetAddr).port;
+      const result = await runLocalStackToExit({
+        PORT: "0",
+        DB_PORT: String(dbPort),
+        LOCAL_STATE_DIR: state,
+      });
+      assert.equal(result.code, 1);
+      assert.equal(result.stderr.trim().split("\n").length, 1, result.stderr);
+      assert.match(result.stderr, new RegExp(`Cannot start PostgreSQL: port ${dbPort}`));
+    } finally {
+      listener.close();
+      await Deno.remove(state, { recursive: true }).catch(() => {});
+    }
+  },
+});

@@ -176,7 +176,12 @@ export function defineFunction<A extends Access, S extends z.ZodType | undefined
     app.onError((error, c) => {
       const httpError = toHttpError(error);
       if (httpError.status >= 500) {
-        c.get("ctx").log.error("request failed", { code: httpError.code, ...describeError(error) });
+        // An HttpError is a known outcome (its message says it all); anything
+        // else is a bug, logged with its stack.
+        c.get("ctx").log.error("request failed", {
+          code: httpError.code,
+          ...(error instanceof HttpError ? { error_message: error.message } : describeError(error)),
+        });
       }
       c.set("code", httpError.code);
       return json(httpError.toBody(), httpError.status, [
