@@ -7,6 +7,7 @@ import {
   type ListingSecrets,
   rejectsWith,
   setSubscription,
+  sqlState,
   type TestListing,
 } from "./core_fixtures.ts";
 
@@ -381,5 +382,326 @@ sqlTest(
       ),
       (error: unknown) => (error as { code?: string }).code === "23514",
     );
+  },
+);
+
+/** The hidden field keys per viewer class, computed from blurred_fields the slow way. */
+async function expectedPolicy(client: pg.Pool | pg.PoolClient) {
+  const { rows } = await client.query<{ viewer_class: string; hidden: string[] }>(
+    `select k.viewer_class, h.hidden
+     from (values ('unauth'), ('free'), ('starter'), ('pro'), ('admin')) k (viewer_class)
+     cross join lateral (
+       select coalesce(array_agg(b.field_key order by b.field_key), '{}') as hidden
+       from public.blurred_fields b
+       where case k.viewer_class when 'unauth' then b.unauth when 'free' then b.free
+         when 'starter' then b.starter when 'pro' then b.pro else false end
+     ) h`,
+  );
+  return new Map(rows.map((r) => [r.viewer_class, r.hidden]));
+}
+
+/** Asserts that blurred_fields_by_viewer holds exactly what blurred_fields says. */
+async function assertPolicyMirrorsFlags(client: pg.Pool | pg.PoolClient, context: string) {
+  const expected = await expectedPolicy(client);
+  const { rows } = await client.query<
+    Record<string, unknown> & {
+      viewer_class: string;
+      own_listing: boolean;
+      sees_unapproved: boolean;
+      hidden_fields: string[];
+    }
+  >("select * from public.blurred_fields_by_viewer order by viewer_class, own_listing");
+  assert.equal(rows.length, 10, `${context}: one row per viewer class and own_listing`);
+  for (const row of rows) {
+    const hidden = row.own_listing ? [] : expected.get(row.viewer_class)!;
+    const where = `${context}: ${row.viewer_class}, own_listing ${row.own_listing}`;
+    assert.deepEqual(row.hidden_fields, hidden, where);
+    assert.equal(row.sees_unapproved, row.own_listing || row.viewer_class === "admin", where);
+    for (const field of FIELDS) {
+      assert.equal(row[`hide_${field}`], hidden.includes(field), `${where}: hide_${field}`);
+    }
+  }
+}
+
+sqlTest(
+  "listing_view_secure follows plan_of() for every subscription status, source and period end (its copy of the plan rule)",
+  async () => {
+    const day = 86_400_000;
+    const statuses = [
+      "active",
+      "trialing",
+      "past_due",
+      "canceled",
+      "unpaid",
+      "incomplete",
+      "incomplete_expired",
+      "paused",
+    ];
+    const periodEnds: [string, Date | null][] = [
+      ["ends later", new Date(Date.now() + 30 * day)],
+      ["ended", new Date(Date.now() - day)],
+      ["no end", null],
+    ];
+    const levels = ["free", "starter", "pro"] as const;
+    let paid = 0;
+    for (const status of statuses) {
+      for (const source of ["payproc", "grant"] as const) {
+        for (const [ends, periodEnd] of periodEnds) {
+          const level = levels[(paid++) % levels.length]!;
+          const user = await createUser(db.pool);
+          await setSubscription(db.pool, user.id, level, { status, source, periodEnd });
+          const label = `${level}, ${status}, ${source}, ${ends}`;
+          const { rows } = await db.pool.query<{ plan: Plan }>(
+            "select public.plan_of($1) as plan",
+            [user.id],
+          );
+          const plan = rows[0]!.plan;
+          const [row] = await viewRows({ role: "authenticated", userId: user.id }, [approved.id]);
+          assert.deepEqual(row!.blurred_fields, DEFAULT_HIDDEN[plan], `${label}: ${plan}`);
+        }
+      }
+    }
+    // Not vacuous: every plan occurs.
+    const { rows } = await db.pool.query<{ plan: string }>(
+      "select distinct public.plan_of(user_id) as plan from public.subscriptions order by 1",
+    );
+    assert.deepEqual(rows.map((r) => r.plan), ["free", "pro", "starter"]);
+  },
+);
+
+sqlTest("listing_view_secure: rejection_reason shows only to the owner and admins", async () => {
+  const client = await db.pool.connect();
+  try {
+    await client.query("begin");
+    // An admin may note a reason on a listing without taking it down.
+    await client.query(
+      "update public.listings set rejection_reason = 'Check the revenue' where id = $1",
+      [
+        approved.id,
+      ],
+    );
+    await client.query("commit");
+    for (
+      const [who, expected] of [
+        [{ role: "authenticated", userId: seller.id }, "Check the revenue"],
+        [{ role: "authenticated", userId: admin.id }, "Check the revenue"],
+        [identity("free"), null],
+        [identity("pro"), null],
+        [identity("unauth"), null],
+      ] as const
+    ) {
+      const [row] = await viewRows(who, [approved.id]);
+      assert.equal(row!.rejection_reason, expected, JSON.stringify(who));
+    }
+  } finally {
+    await client.query("rollback").catch(() => {});
+    await client.query("update public.listings set rejection_reason = null where id = $1", [
+      approved.id,
+    ]);
+    client.release();
+  }
+});
+
+sqlTest("listing_view_secure: keyset paging returns the pages offset paging does", async () => {
+  const pager = await createUser(db.pool);
+  const ids: string[] = [];
+  for (let i = 0; i < 5; i++) ids.push((await createListing(db.pool, pager.id, "approved")).id);
+  await asRole(db.pool, identity("free"), async (c) => {
+    const order = "order by created_at desc, id desc";
+    const all = await c.query<{ id: string }>(
+      `select id from public.listing_view_secure where id = any($1) ${order}`,
+      [ids],
+    );
+    assert.equal(all.rowCount, 5);
+    const keyset: string[] = [];
+    let cursor: { created_at: Date; id: string } | undefined;
+    for (;;) {
+      const page = await c.query<{ id: string; created_at: Date }>(
+        `select id, created_at from public.listing_view_secure
+         where id = any($1) and ($2::timestamptz is null or (created_at, id) < ($2, $3::uuid))
+         ${order} limit 2`,
+        [ids, cursor?.created_at ?? null, cursor?.id ?? null],
+      );
+      if (page.rowCount === 0) break;
+      keyset.push(...page.rows.map((r) => r.id));
+      cursor = page.rows.at(-1)!;
+    }
+    assert.deepEqual(keyset, all.rows.map((r) => r.id));
+  });
+});
+
+sqlTest("blurred_fields_by_viewer mirrors blurred_fields after every kind of change", async () => {
+  await assertPolicyMirrorsFlags(db.pool, "as migrated");
+  const client = await db.pool.connect();
+  try {
+    await client.query("begin");
+    await client.query("update public.blurred_fields set free = not free where field_key = 'url'");
+    await assertPolicyMirrorsFlags(client, "after an update");
+    await client.query("update public.blurred_fields set unauth = false, pro = true");
+    await assertPolicyMirrorsFlags(client, "after an update of every row");
+    await client.query("delete from public.blurred_fields where field_key = 'seller'");
+    await assertPolicyMirrorsFlags(client, "after a delete");
+    await client.query(
+      `insert into public.blurred_fields (field_key, column_name, when_hidden, unauth, free, starter, pro)
+       values ('seller', 'seller_id', 'omit', true, true, true, true)`,
+    );
+    await assertPolicyMirrorsFlags(client, "after an insert");
+    await client.query("truncate public.blurred_fields");
+    await assertPolicyMirrorsFlags(client, "after a truncate");
+  } finally {
+    await client.query("rollback");
+    client.release();
+  }
+  await assertPolicyMirrorsFlags(db.pool, "after the rollback");
+});
+
+sqlTest(
+  "blurred_fields_by_viewer: concurrent changes by two admins both take effect",
+  async () => {
+    const first = await db.pool.connect();
+    const second = await db.pool.connect();
+    const restore = () =>
+      db.pool.query(
+        `update public.blurred_fields set
+           free = field_key in ('monthly_profit', 'monthly_traffic', 'seller', 'url'),
+           starter = field_key in ('seller', 'url')`,
+      );
+    try {
+      for (const c of [first, second]) {
+        await c.query("begin");
+        await c.query("select set_config('request.jwt.claims', $1, true)", [
+          JSON.stringify({ role: "authenticated", sub: admin.id, aud: "authenticated" }),
+        ]);
+        await c.query("set local role authenticated");
+      }
+      await first.query(
+        "update public.blurred_fields set free = true where field_key = 'asking_price'",
+      );
+      // The second refresh waits for the first transaction to end...
+      const secondUpdate = second.query(
+        "update public.blurred_fields set starter = true where field_key = 'description'",
+      );
+      const { rows } = await first.query<{ pid: number }>("select pg_backend_pid() as pid");
+      await waitUntilBlockedBy(rows[0]!.pid);
+      await first.query("commit");
+      // ... then reads the flags with the first change committed.
+      await secondUpdate;
+      await second.query("commit");
+      const policy = await expectedPolicy(db.pool);
+      assert.ok(policy.get("free")!.includes("asking_price"));
+      assert.ok(policy.get("starter")!.includes("description"));
+      await assertPolicyMirrorsFlags(db.pool, "after both commits");
+    } finally {
+      await first.query("rollback").catch(() => {});
+      await second.query("rollback").catch(() => {});
+      first.release();
+      second.release();
+      await restore();
+    }
+    await assertPolicyMirrorsFlags(db.pool, "restored");
+    assert.deepEqual((await expectedPolicy(db.pool)).get("free"), DEFAULT_HIDDEN.free);
+  },
+);
+
+sqlTest(
+  "blurred_fields_by_viewer: under repeatable read, the later of two concurrent changes fails instead of writing a stale policy",
+  async () => {
+    const first = await db.pool.connect();
+    const second = await db.pool.connect();
+    try {
+      await first.query("begin");
+      await second.query("begin isolation level repeatable read");
+      await second.query("select 1"); // takes the snapshot
+      await first.query(
+        "update public.blurred_fields set free = true where field_key = 'asking_price'",
+      );
+      const secondUpdate = second.query(
+        "update public.blurred_fields set starter = true where field_key = 'description'",
+      );
+      const { rows } = await first.query<{ pid: number }>("select pg_backend_pid() as pid");
+      await waitUntilBlockedBy(rows[0]!.pid);
+      await first.query("commit");
+      await assert.rejects(secondUpdate, sqlState("40001"));
+      await second.query("rollback");
+      const policy = await expectedPolicy(db.pool);
+      assert.ok(policy.get("free")!.includes("asking_price"));
+      assert.ok(!policy.get("starter")!.includes("description"));
+      await assertPolicyMirrorsFlags(db.pool, "after the first commit");
+    } finally {
+      await first.query("rollback").catch(() => {});
+      await second.query("rollback").catch(() => {});
+      first.release();
+      second.release();
+      await db.pool.query(
+        "update public.blurred_fields set free = false where field_key = 'asking_price'",
+      );
+    }
+    await assertPolicyMirrorsFlags(db.pool, "restored");
+  },
+);
+
+/** Waits until some session is blocked by backend `pid`. */
+async function waitUntilBlockedBy(pid: number): Promise<void> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const { rows } = await db.pool.query<{ n: number }>(
+      "select count(*)::int as n from pg_stat_activity where $1 = any (pg_blocking_pids(pid))",
+      [pid],
+    );
+    if (rows[0]!.n > 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`No session got blocked by backend ${pid}`);
+}
+
+sqlTest(
+  "blurred_fields_by_viewer and its refresh are out of clients' reach; listing_viewer_rows() tells the caller about themself only",
+  async () => {
+    for (
+      const who of [identity("unauth"), identity("free"), {
+        role: "authenticated" as const,
+        userId: admin.id,
+      }]
+    ) {
+      await asRole(db.pool, who, async (c) => {
+        await rejectsWith(c, "42501", "select * from public.blurred_fields_by_viewer");
+        await rejectsWith(
+          c,
+          "42501",
+          "update public.blurred_fields_by_viewer set hide_url = false",
+        );
+        await rejectsWith(c, "42501", "select public.refresh_blurred_fields_by_viewer()");
+      });
+    }
+    await asRole(db.pool, identity("unauth"), async (c) => {
+      const { rows } = await c.query(
+        "select * from public.listing_viewer_rows() order by own_listing",
+      );
+      // The own_listing row of a visitor has no user id, so it matches no listing.
+      assert.deepEqual(
+        rows.map((r) => [r.user_id, r.own_listing, r.hidden_fields]),
+        [[null, false, DEFAULT_HIDDEN.unauth], [null, true, []]],
+      );
+    });
+    await asRole(db.pool, identity("starter"), async (c) => {
+      const { rows } = await c.query(
+        "select * from public.listing_viewer_rows() order by own_listing",
+      );
+      assert.deepEqual(
+        rows.map((r) => [r.user_id, r.own_listing, r.sees_unapproved, r.hidden_fields]),
+        [
+          [viewers.starter.id, false, false, DEFAULT_HIDDEN.starter],
+          [viewers.starter.id, true, true, []],
+        ],
+      );
+    });
+    await asRole(db.pool, { role: "authenticated", userId: admin.id }, async (c) => {
+      const { rows } = await c.query(
+        "select own_listing, sees_unapproved, hidden_fields from public.listing_viewer_rows() order by own_listing",
+      );
+      assert.deepEqual(rows, [
+        { own_listing: false, sees_unapproved: true, hidden_fields: [] },
+        { own_listing: true, sees_unapproved: true, hidden_fields: [] },
+      ]);
+    });
   },
 );
