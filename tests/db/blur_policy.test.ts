@@ -578,14 +578,15 @@ sqlTest(
         "update public.blurred_fields set free = true where field_key = 'asking_price'",
       );
       // The second refresh waits for the first transaction to end...
-      const secondUpdate = second.query(
+      const secondOutcome = second.query(
         "update public.blurred_fields set starter = true where field_key = 'description'",
-      );
+      ).then(() => null, (error: unknown) => error);
       const { rows } = await first.query<{ pid: number }>("select pg_backend_pid() as pid");
       await waitUntilBlockedBy(rows[0]!.pid);
       await first.query("commit");
       // ... then reads the flags with the first change committed.
-      await secondUpdate;
+      const secondError = await secondOutcome;
+      if (secondError) throw secondError;
       await second.query("commit");
       const policy = await expectedPolicy(db.pool);
       assert.ok(policy.get("free")!.includes("asking_price"));
@@ -615,13 +616,20 @@ sqlTest(
       await first.query(
         "update public.blurred_fields set free = true where field_key = 'asking_price'",
       );
-      const secondUpdate = second.query(
+      // The outcome is captured at once: the refusal can arrive on the second
+      // connection before the first one's commit has been answered.
+      const secondOutcome = second.query(
         "update public.blurred_fields set starter = true where field_key = 'description'",
-      );
+      ).then(() => null, (error: unknown) => error);
       const { rows } = await first.query<{ pid: number }>("select pg_backend_pid() as pid");
       await waitUntilBlockedBy(rows[0]!.pid);
       await first.query("commit");
-      await assert.rejects(secondUpdate, sqlState("40001"));
+      await assert.rejects(
+        secondOutcome.then((error) => {
+          if (error) throw error;
+        }),
+        sqlState("40001"),
+      );
       await second.query("rollback");
       const policy = await expectedPolicy(db.pool);
       assert.ok(policy.get("free")!.includes("asking_price"));
@@ -642,7 +650,7 @@ sqlTest(
 
 /** Waits until some session is blocked by backend `pid`. */
 async function waitUntilBlockedBy(pid: number): Promise<void> {
-  for (let attempt = 0; attempt < 200; attempt++) {
+  for (let attempt = 0; attempt < 1000; attempt++) {
     const { rows } = await db.pool.query<{ n: number }>(
       "select count(*)::int as n from pg_stat_activity where $1 = any (pg_blocking_pids(pid))",
       [pid],
