@@ -16,8 +16,8 @@ import type { Caller } from "./caller.ts";
 import { Context } from "./context.ts";
 import { HttpError } from "./errors.ts";
 import { describeError } from "./log.ts";
-import { isPayprocError, payprocHttpError } from "./payproc.ts";
 import { defaultRuntime, type Runtime } from "./runtime.ts";
+import { toHttpError } from "./to_http_error.ts";
 
 /** What a handler receives. */
 export interface HandlerArgs<A extends Access, I> {
@@ -208,11 +208,4 @@ export function defineFunction<A extends Access, S extends z.ZodType | undefined
   });
   Object.defineProperty(edge, "with", { value: bound });
   return edge;
-}
-
-/** Maps anything thrown to the error a client may see; unknown errors become a bare 500. */
-export function toHttpError(error: unknown): HttpError {
-  if (error instanceof HttpError) return error;
-  if (isPayprocError(error)) return payprocHttpError(error);
-  return new HttpError(500, "internal", "Something went wrong on our side; it has been logged");
 }

@@ -10,7 +10,7 @@ import type { z } from "zod";
 import type { JobFailure, SyncJobOutput } from "../../../../shared/schemas.ts";
 import type { Context } from "../context.ts";
 import { conflict, HttpError } from "../errors.ts";
-import { toHttpError } from "../function.ts";
+import { toHttpError } from "../to_http_error.ts";
 
 /** A job's answer (`shared/schemas.ts` `SyncJobOutput`). */
 export type JobOutput = z.infer<typeof SyncJobOutput>;
