@@ -273,3 +273,249 @@ sqlTest(
     assert.equal(rows[0].title, bobLive.title);
   },
 );
+
+// -----------------------------------------------------------------------------
+// Content review: an approved listing whose content a seller edits is reviewed again
+// -----------------------------------------------------------------------------
+
+/** Each content column, and a value different from any createListing() writes. */
+const CONTENT_EDITS: [string, unknown][] = [
+  ["title", "A new title"],
+  ["description", "A new description"],
+  ["url", "https://elsewhere.example"],
+  ["category", "tools"],
+  ["asking_price", 1],
+  ["currency", "EUR"],
+  ["monthly_revenue", 999999],
+  ["monthly_profit", -1],
+  ["monthly_traffic", 1],
+];
+
+interface ReviewRow {
+  review_status: ReviewStatus;
+  submitted_at: Date | null;
+  reviewed_at: Date | null;
+  reviewed_by: string | null;
+  rejection_reason: string | null;
+}
+
+async function reviewRow(id: string): Promise<ReviewRow> {
+  const { rows } = await db.pool.query<ReviewRow>(
+    `select review_status, submitted_at, reviewed_at, reviewed_by, rejection_reason
+     from public.listings where id = $1`,
+    [id],
+  );
+  return rows[0]!;
+}
+
+/** The listing's rows in listing_view_secure as `userId` (null: anon) sees them. */
+async function viewAs(userId: string | null, id: string) {
+  const identity = userId ? { role: "authenticated" as const, userId } : { role: "anon" as const };
+  return await asRole(db.pool, identity, async (c) => {
+    const { rows } = await c.query(
+      "select title, review_status from public.listing_view_secure where id = $1",
+      [id],
+    );
+    return rows;
+  });
+}
+
+sqlTest(
+  "listings: a seller's edit of an approved listing's content sends it back to review",
+  async () => {
+    const seller = await createUser(db.pool);
+    for (const [column, value] of CONTENT_EDITS) {
+      const listing = await createListing(db.pool, seller.id, "approved");
+      const before = await reviewRow(listing.id);
+      await asRole(db.pool, { role: "authenticated", userId: seller.id }, async (c) => {
+        const { rows } = await c.query(
+          `update public.listings set ${column} = $2 where id = $1 returning review_status`,
+          [listing.id, value],
+        );
+        assert.equal(rows[0].review_status, "pending_review", column);
+        await c.query("commit");
+      });
+      const after = await reviewRow(listing.id);
+      assert.equal(after.review_status, "pending_review", column);
+      assert.ok(after.submitted_at! > before.submitted_at!, `${column}: submitted_at moved`);
+      assert.equal(after.rejection_reason, null);
+      // The last review stays on record.
+      assert.deepEqual(after.reviewed_at, before.reviewed_at, column);
+      assert.equal(after.reviewed_by, before.reviewed_by, column);
+    }
+
+    // Writing a value it already has is no edit.
+    const same = await createListing(db.pool, seller.id, "approved");
+    await asRole(db.pool, { role: "authenticated", userId: seller.id }, async (c) => {
+      const { rows } = await c.query(
+        `update public.listings set title = title, asking_price = $2, url = $3 where id = $1
+         returning review_status`,
+        [same.id, same.asking_price, same.url],
+      );
+      assert.equal(rows[0].review_status, "approved");
+    });
+  },
+);
+
+sqlTest(
+  "listings: an edited approved listing is hidden from others until an admin approves it again",
+  async () => {
+    const seller = await createUser(db.pool);
+    const viewer = await createUser(db.pool);
+    const admin = await createUser(db.pool, { admin: true });
+    const listing = await createListing(db.pool, seller.id, "approved");
+    assert.equal((await viewAs(viewer.id, listing.id)).length, 1);
+    assert.equal((await viewAs(null, listing.id)).length, 1);
+    const { rows: marker } = await db.pool.query<{ id: string }>(
+      "select coalesce(max(id), 0) as id from realtime.messages",
+    );
+
+    await asRole(db.pool, { role: "authenticated", userId: seller.id }, async (c) => {
+      await c.query("update public.listings set title = 'Bait and switch' where id = $1", [
+        listing.id,
+      ]);
+      await c.query("commit");
+    });
+    assert.deepEqual(await viewAs(viewer.id, listing.id), []);
+    assert.deepEqual(await viewAs(null, listing.id), []);
+    assert.deepEqual(await viewAs(seller.id, listing.id), [
+      { title: "Bait and switch", review_status: "pending_review" },
+    ]);
+
+    // The seller hears of it on their topic, as of any status change.
+    const { rows: messages } = await db.pool.query(
+      `select payload from realtime.messages where topic = $1 and id > $2 order by id`,
+      [`user:${seller.id}`, marker[0]!.id],
+    );
+    assert.deepEqual(
+      messages.map((m) => [m.payload.old_record.review_status, m.payload.record.review_status]),
+      [["approved", "pending_review"]],
+    );
+
+    await asRole(db.pool, { role: "authenticated", userId: admin.id }, async (c) => {
+      await c.query("update public.listings set review_status = 'approved' where id = $1", [
+        listing.id,
+      ]);
+      await c.query("commit");
+    });
+    assert.deepEqual(await viewAs(viewer.id, listing.id), [
+      { title: "Bait and switch", review_status: "approved" },
+    ]);
+    const after = await reviewRow(listing.id);
+    assert.equal(after.reviewed_by, admin.id);
+  },
+);
+
+sqlTest(
+  "listings: a seller archiving an approved listing archives it, with or without an edit",
+  async () => {
+    const seller = await createUser(db.pool);
+    const plain = await createListing(db.pool, seller.id, "approved");
+    const edited = await createListing(db.pool, seller.id, "approved");
+    await asRole(db.pool, { role: "authenticated", userId: seller.id }, async (c) => {
+      const archived = await c.query(
+        "update public.listings set review_status = 'archived' where id = $1 returning review_status",
+        [plain.id],
+      );
+      assert.equal(archived.rows[0].review_status, "archived");
+      const both = await c.query(
+        `update public.listings set review_status = 'archived', title = 'Sold', asking_price = 5
+         where id = $1 returning review_status, title`,
+        [edited.id],
+      );
+      assert.deepEqual(both.rows[0], { review_status: "archived", title: "Sold" });
+      // A content edit does not open a way to the admins' transitions.
+      const live = await createListing(db.pool, seller.id, "approved");
+      await rejectsWith(
+        c,
+        "42501",
+        "update public.listings set review_status = 'rejected', title = 'x' where id = $1",
+        [live.id],
+      );
+    });
+  },
+);
+
+sqlTest(
+  "listings: admins and the service connection edit an approved listing and it stays approved",
+  async () => {
+    const seller = await createUser(db.pool);
+    const admin = await createUser(db.pool, { admin: true });
+    const listing = await createListing(db.pool, seller.id, "approved");
+    const before = await reviewRow(listing.id);
+    await asRole(db.pool, { role: "authenticated", userId: admin.id }, async (c) => {
+      const { rows } = await c.query(
+        `update public.listings set title = 'Typo fixed', monthly_revenue = 1 where id = $1
+         returning review_status`,
+        [listing.id],
+      );
+      assert.equal(rows[0].review_status, "approved");
+      await c.query("commit");
+    });
+    await db.pool.query("update public.listings set url = 'https://fixed.example' where id = $1", [
+      listing.id,
+    ]);
+    await asRole(db.pool, { role: "service_role" }, async (c) => {
+      await c.query("update public.listings set description = 'Fixed too' where id = $1", [
+        listing.id,
+      ]);
+      await c.query("commit");
+    });
+    const after = await reviewRow(listing.id);
+    assert.equal(after.review_status, "approved");
+    assert.deepEqual(after.submitted_at, before.submitted_at);
+
+    // Nor can they send it back to review by asking: it is no transition of theirs.
+    await asRole(db.pool, { role: "authenticated", userId: admin.id }, async (c) => {
+      await rejectsWith(
+        c,
+        "PT409",
+        "update public.listings set review_status = 'pending_review', title = 'x' where id = $1",
+        [listing.id],
+      );
+    });
+  },
+);
+
+sqlTest(
+  "listings: edits of listings that are not approved keep their status",
+  async () => {
+    const seller = await createUser(db.pool);
+    for (const status of ["draft", "pending_review", "rejected", "archived"] as const) {
+      const listing = await createListing(db.pool, seller.id, status);
+      const before = await reviewRow(listing.id);
+      await asRole(db.pool, { role: "authenticated", userId: seller.id }, async (c) => {
+        const { rows } = await c.query(
+          `update public.listings set title = 'Edited', monthly_revenue = 5 where id = $1
+           returning review_status, submitted_at`,
+          [listing.id],
+        );
+        assert.equal(rows[0].review_status, status);
+        assert.deepEqual(rows[0].submitted_at, before.submitted_at, status);
+      });
+    }
+  },
+);
+
+sqlTest(
+  "listings: a seller may say pending_review with a content edit, never without one",
+  async () => {
+    const seller = await createUser(db.pool);
+    const listing = await createListing(db.pool, seller.id, "approved");
+    await asRole(db.pool, { role: "authenticated", userId: seller.id }, async (c) => {
+      await rejectsWith(
+        c,
+        "PT409",
+        "update public.listings set review_status = 'pending_review' where id = $1",
+        [listing.id],
+      );
+      const { rows } = await c.query(
+        `update public.listings set review_status = 'pending_review', title = 'Edited'
+         where id = $1 returning review_status, submitted_at`,
+        [listing.id],
+      );
+      assert.equal(rows[0].review_status, "pending_review");
+      assert.ok(rows[0].submitted_at instanceof Date);
+    });
+  },
+);
