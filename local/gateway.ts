@@ -2,14 +2,16 @@
  * The local stand-in for Supabase's edge gateway: routes
  * `/functions/v1/<name>/...` to the function's handler as `/<name>/...`,
  * applies `verify_jwt` from config.toml, and serves the project's JWKS at
- * `/auth/v1/.well-known/jwks.json`.
+ * `/auth/v1/.well-known/jwks.json`. Its own answers (404, the `verify_jwt`
+ * 401, the JWKS) carry what a function's answers carry: the runtime's
+ * security headers, CORS headers for the caller's origin and `X-Request-Id`.
  *
  * @module
  */
 import type { EdgeFunction } from "../supabase/functions/_shared/function.ts";
 import type { Runtime } from "../supabase/functions/_shared/runtime.ts";
 import { HttpError } from "../supabase/functions/_shared/errors.ts";
-import type { HeaderPairs } from "../supabase/functions/_shared/headers.ts";
+import { type HeaderPairs, requestIdOf } from "../supabase/functions/_shared/headers.ts";
 
 /** Options for {@linkcode createGateway}. */
 export interface GatewayOptions {
@@ -21,38 +23,84 @@ export interface GatewayOptions {
   jwks: unknown;
 }
 
+/** The path of the JWKS the gateway serves. */
+export const JWKS_PATH = "/auth/v1/.well-known/jwks.json";
+
+/** Methods the JWKS endpoint answers. */
+const JWKS_METHODS = "GET, HEAD, OPTIONS";
+
 /** Builds the gateway's fetch handler. */
 export function createGateway(options: GatewayOptions): (req: Request) => Promise<Response> {
+  const { runtime } = options;
   const handlers = new Map<string, (req: Request) => Promise<Response>>();
-  for (const [name, fn] of options.functions) handlers.set(name, fn.with(options.runtime));
+  for (const [name, fn] of options.functions) handlers.set(name, fn.with(runtime));
   const jwksBody = JSON.stringify(options.jwks);
-  const cors = options.runtime.cors;
+  const preflight: HeaderPairs = Object.entries({
+    ...runtime.cors.preflightHeaders(),
+    "Access-Control-Allow-Methods": JWKS_METHODS,
+  });
+
+  /** The headers a function's answer carries (the factory's own set). */
+  const responseHeaders = (req: Request, requestId = requestIdOf(req)): HeaderPairs =>
+    runtime.responseHeaders(req.headers.get("origin"), requestId);
+  const fail = (req: Request, error: HttpError): Response => {
+    const requestId = requestIdOf(req);
+    runtime.log.with({ component: "gateway", request_id: requestId }).info("request", {
+      method: req.method,
+      path: new URL(req.url).pathname,
+      status: error.status,
+      code: error.code,
+    });
+    return Response.json(error.toBody(), {
+      status: error.status,
+      headers: [...responseHeaders(req, requestId), ...Object.entries(error.headers ?? {})],
+    });
+  };
 
   return async (req) => {
     const url = new URL(req.url);
-    if (url.pathname === "/auth/v1/.well-known/jwks.json") {
-      return new Response(jwksBody, {
-        headers: { "content-type": "application/json", "cache-control": "max-age=600" },
+    if (url.pathname === JWKS_PATH) {
+      if (req.method === "OPTIONS") {
+        return new Response(null, {
+          status: 204,
+          headers: [...responseHeaders(req), ...preflight, ["Allow", JWKS_METHODS]],
+        });
+      }
+      if (req.method !== "GET" && req.method !== "HEAD") {
+        return fail(
+          req,
+          new HttpError(
+            405,
+            "method_not_allowed",
+            `Cannot ${req.method} the JWKS: use GET`,
+            undefined,
+            { Allow: JWKS_METHODS },
+          ),
+        );
+      }
+      return new Response(req.method === "HEAD" ? null : jwksBody, {
+        headers: [
+          ...responseHeaders(req),
+          ["content-type", "application/json"],
+          ["cache-control", "max-age=600"],
+        ],
       });
     }
     const match = /^\/functions\/v1\/([^/]+)(\/.*)?$/.exec(url.pathname);
     if (!match) {
-      return errorResponse(
-        new HttpError(404, "not_found", `No route for "${url.pathname}"`),
-        cors.headersFor(null),
-      );
+      return fail(req, new HttpError(404, "not_found", `No route for "${url.pathname}"`));
     }
     const name = match[1]!;
     const handler = handlers.get(name);
     if (!handler) {
-      return errorResponse(
+      return fail(
+        req,
         new HttpError(404, "function_not_found", `Function "${name}" does not exist`),
-        cors.headersFor(req.headers.get("origin")),
       );
     }
     if (req.method !== "OPTIONS" && options.verifyJwt.get(name) !== false) {
-      const rejected = await gatewayJwtCheck(req, options.runtime);
-      if (rejected) return errorResponse(rejected, cors.headersFor(req.headers.get("origin")));
+      const rejected = await gatewayJwtCheck(req, runtime);
+      if (rejected) return fail(req, rejected);
     }
     const forwarded = new URL(`/${name}${match[2] ?? ""}${url.search}`, url.origin);
     // Small bodies are handed over whole (cheaper than re-streaming); large or
@@ -81,11 +129,4 @@ async function gatewayJwtCheck(req: Request, runtime: Runtime): Promise<HttpErro
     }
     throw error;
   }
-}
-
-function errorResponse(error: HttpError, headers: HeaderPairs): Response {
-  return Response.json(error.toBody(), {
-    status: error.status,
-    headers: headers.map(([k, v]) => [k, v]),
-  });
 }

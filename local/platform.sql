@@ -110,12 +110,16 @@ comment on table realtime.messages is
 create or replace function realtime.send(
   payload jsonb, event text, topic text, private boolean default true
 ) returns void
-language sql
+-- PL/pgSQL, as hosted Supabase's is: its plan is cached, where a SQL function
+-- with SET is planned again on every call (every broadcast).
+language plpgsql
 security definer
 set search_path = ''
 as $$
+begin
   insert into realtime.messages (topic, event, payload, private)
-  values (topic, event, payload, private)
+  values (send.topic, send.event, send.payload, send.private);
+end
 $$;
 comment on function realtime.send(jsonb, text, text, boolean) is
   'Publishes a broadcast message to a topic (local stand-in)';

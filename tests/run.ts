@@ -1,13 +1,14 @@
 /**
  * `deno task test`: starts one embedded PostgreSQL for the run (or uses
- * `TEST_DATABASE_URL`), builds a migrated template database once, then runs
+ * `TEST_DATABASE_URL`; as root it runs as the "postgres" user, which works
+ * from a private clone too), builds a migrated template database once, then runs
  * `deno test` with the arguments given (default: the whole `tests/` tree).
  * Each test file clones the template (see `tests/support/db.ts`).
  *
  * @module
  */
 import pg from "pg";
-import { freePort, startPostgres } from "../local/postgres.ts";
+import { freePort, PostgresStartError, startPostgres } from "../local/postgres.ts";
 import { migrate } from "../local/migrate.ts";
 
 const runId = crypto.randomUUID().slice(0, 8);
@@ -18,6 +19,10 @@ const server = external ? undefined : await startPostgres({
   dataDir: await Deno.makeTempDir({ prefix: "market-test-pg-" }),
   port: freePort(),
   persistent: false,
+}).catch((error) => {
+  if (!(error instanceof PostgresStartError)) throw error;
+  console.error(error.message);
+  Deno.exit(1);
 });
 const adminUrl = external ?? server!.url;
 

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import pg from "pg";
 import { createClient, FunctionsHttpError } from "@supabase/supabase-js";
+import { localClusterDir } from "../../local/db_reset.ts";
+import { listMigrations, migrate } from "../../local/migrate.ts";
 import { freePort } from "../../local/postgres.ts";
 import { withDatabase } from "../support/db.ts";
 import { runLocalStackToExit, startLocalStack } from "../support/local_stack.ts";
@@ -43,9 +45,15 @@ Deno.test({
       assert.equal(missing.error.context.status, 404);
       assert.equal((await missing.error.context.json()).error.code, "function_not_found");
 
-      const denied = await anon.functions.invoke("test-env", { body: {} });
+      // Locally (LOCAL_DEV=true) the anon key starts utilities, as interface §5.2 says...
+      const utility = await anon.functions.invoke("test-env", { body: {} });
+      assert.equal(utility.error, null);
+      assert.equal(utility.data.database.ok, true);
+      // ...but it is never a signed-in user: a valid key without the right is 403.
+      const denied = await anon.functions.invoke("check-subscription", { body: {} });
       assert.ok(denied.error instanceof FunctionsHttpError);
-      assert.equal(denied.error.context.status, 401);
+      assert.equal(denied.error.context.status, 403);
+      assert.equal((await denied.error.context.json()).error.code, "forbidden");
 
       const token = await stack.token("e2e-admin@example.com", true);
       assert.match(token.split(".")[0]!, /^eyJ/);
@@ -88,27 +96,126 @@ Deno.test({
 
 Deno.test({
   name:
-    "local stack: embedded PostgreSQL starts in its own folder and Ctrl-C leaves no server behind",
+    "local stack: starts with its state in a private (0700) folder, also as root, serves, and Ctrl-C leaves no server behind",
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    const state = await Deno.makeTempDir();
-    await Deno.chmod(state, 0o755); // the cluster runs as the postgres user when we are root
-    const dbPort = freePort();
-    const stack = await startLocalStack({
-      PORT: "0",
-      DB_PORT: String(dbPort),
-      LOCAL_STATE_DIR: state,
-      LOG_LEVEL: "warn",
-    });
-    const code = await stack.stop("SIGINT");
-    assert.equal(code, 0, stack.output());
-    await assert.rejects(Deno.stat(`${state}/db/postmaster.pid`), Deno.errors.NotFound);
-    const listener = Deno.listen({ hostname: "127.0.0.1", port: dbPort });
-    listener.close();
-    await Deno.remove(state, { recursive: true }).catch(() => {});
+    // As root PostgreSQL runs as the "postgres" user, which cannot enter this folder.
+    const state = await Deno.makeTempDir({ prefix: "private-state-" });
+    assert.equal((await Deno.stat(state)).mode! & 0o777, 0o700);
+    const dataDir = await localClusterDir(state);
+    try {
+      if (Deno.uid() === 0) assert.notEqual(dataDir, `${state}/db`, "the cluster is relocated");
+      await startServeAndStop(state, dataDir);
+    } finally {
+      await Deno.remove(state, { recursive: true }).catch(() => {});
+      await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+    }
   },
 });
+
+/** Starts the stack on `state`, checks it serves, stops it with SIGINT, checks it is all gone. */
+async function startServeAndStop(state: string, dataDir: string): Promise<void> {
+  const dbPort = freePort();
+  const stack = await startLocalStack({
+    PORT: "0",
+    DB_PORT: String(dbPort),
+    LOCAL_STATE_DIR: state,
+    LOG_LEVEL: "warn",
+  });
+  let code: number;
+  try {
+    const notices = stack.output().split("\n").filter((line) => line.startsWith("PostgreSQL data"));
+    if (dataDir === `${state}/db`) {
+      assert.deepEqual(notices, []);
+    } else {
+      assert.deepEqual(notices, [
+        `PostgreSQL data in ${dataDir}: as root it runs as the "postgres" user, which cannot reach ${state}/db`,
+      ]);
+    }
+    const preflight = await fetch(`${stack.url}/functions/v1/security-headers`, {
+      method: "OPTIONS",
+    });
+    assert.equal(preflight.status, 204);
+    await preflight.body?.cancel();
+    const served = await fetch(`${stack.url}/functions/v1/security-headers`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${stack.anonKey}` },
+    });
+    assert.equal(served.status, 200);
+    await served.body?.cancel();
+    const token = await stack.token("private-folder@example.com");
+    assert.match(token, /^eyJ/, "the database answers: the user was created");
+  } finally {
+    code = await stack.stop("SIGINT");
+  }
+  assert.equal(code, 0, stack.output());
+  assert.ok((await Deno.stat(`${dataDir}/PG_VERSION`)).isFile, "the cluster is kept");
+  await assert.rejects(Deno.stat(`${dataDir}/postmaster.pid`), Deno.errors.NotFound);
+  assert.deepEqual(serversOn(dataDir), [], "no PostgreSQL process is left on the cluster");
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: dbPort });
+  listener.close();
+}
+
+Deno.test({
+  name: "local stack: a migration changed after it was applied is a one-line error naming the fix",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const dbUrl = await emptyDatabase();
+    await migrate(dbUrl, { includePlatform: true });
+    const edited = listMigrations()[0]!;
+    const client = new pg.Client({ connectionString: dbUrl });
+    await client.connect();
+    await client.query(
+      "update supabase_migrations.schema_migrations set checksum = repeat('0', 64) where version = $1",
+      [edited.version],
+    );
+    await client.end();
+    const state = await Deno.makeTempDir();
+    try {
+      const result = await runLocalStackToExit({
+        SUPABASE_DB_URL: dbUrl,
+        PORT: "0",
+        LOCAL_STATE_DIR: state,
+      });
+      assert.equal(result.code, 1);
+      assert.equal(result.stderr.trim().split("\n").length, 1, result.stderr);
+      assert.ok(
+        result.stderr.includes(
+          `"${edited.version}_${edited.name}.sql" changed after it was applied`,
+        ),
+        result.stderr,
+      );
+      assert.match(result.stderr, /new migration, or `deno task db:reset --yes`/);
+    } finally {
+      await Deno.remove(state, { recursive: true }).catch(() => {});
+    }
+  },
+});
+
+/** Pids of PostgreSQL processes whose command line names `dataDir` (Linux; empty elsewhere). */
+function serversOn(dataDir: string): number[] {
+  const pids: number[] = [];
+  let entries: Deno.DirEntry[];
+  try {
+    entries = [...Deno.readDirSync("/proc")];
+  } catch {
+    return pids;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const args = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`).split("\0");
+      if (args.includes(dataDir) && args.some((a) => a.endsWith("/postgres"))) {
+        pids.push(Number(entry.name));
+      }
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return pids;
+}
 
 Deno.test({
   name: "local stack: a taken port is a one-line error, not a stack trace",

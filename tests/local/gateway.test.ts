@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { createGateway } from "../../local/gateway.ts";
-import { defineFunction } from "../../supabase/functions/_shared/function.ts";
+import { createFunction } from "../../supabase/functions/_shared/function.ts";
+import type { Runtime } from "../../supabase/functions/_shared/runtime.ts";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
 import { testCredentials } from "../support/credentials.ts";
 import { testRuntime } from "../support/runtime.ts";
@@ -10,22 +11,22 @@ const keys = await testCredentials();
 const runtime = await testRuntime(db);
 
 /** Probes that report the path the function saw. */
-const publicProbe = defineFunction({
-  name: "security-headers",
-  access: "public",
-  handle: ({ request }) => ({ path: new URL(request.url).pathname }),
-});
-const webhookProbe = defineFunction({
-  name: "payproc-webhook",
-  access: "webhook",
-  handle: ({ request, rawBody }) => ({ path: new URL(request.url).pathname, rawBody }),
-});
-const gateway = createGateway({
-  functions: new Map([["security-headers", publicProbe], ["payproc-webhook", webhookProbe]]),
-  runtime,
-  verifyJwt: new Map([["security-headers", true], ["payproc-webhook", false]]),
-  jwks: keys.jwks,
-});
+const publicProbe = createFunction(
+  { name: "security-headers", access: "public", group: "utilities" },
+  { handle: ({ request }) => ({ path: new URL(request.url).pathname }) },
+);
+const webhookProbe = createFunction(
+  { name: "payproc-webhook", access: "webhook", group: "billing" },
+  { handle: ({ request, rawBody }) => ({ path: new URL(request.url).pathname, rawBody }) },
+);
+const gatewayOn = (runtime: Runtime) =>
+  createGateway({
+    functions: new Map([["security-headers", publicProbe], ["payproc-webhook", webhookProbe]]),
+    runtime,
+    verifyJwt: new Map([["security-headers", true], ["payproc-webhook", false]]),
+    jwks: keys.jwks,
+  });
+const gateway = gatewayOn(runtime);
 
 const post = (path: string, init: RequestInit = {}) =>
   gateway(new Request(`http://127.0.0.1${path}`, { method: "POST", ...init }));
@@ -77,4 +78,99 @@ sqlTest("gateway answers CORS preflight without a token", async () => {
   );
   assert.equal(res.status, 204);
   assert.equal(res.headers.get("access-control-allow-origin"), "*");
+});
+
+/** Every header but the body's own, lower-cased and sorted, for comparing answers. */
+function headerSet(res: Response, ignore: string[] = []): Array<[string, string]> {
+  const skip = new Set(["content-length", ...ignore]);
+  return [...res.headers].filter(([name]) => !skip.has(name)).sort(([a], [b]) =>
+    a.localeCompare(b)
+  );
+}
+
+sqlTest(
+  "gateway's own 404, 401 and 405 carry the security, CORS and X-Request-Id headers a function's answer does",
+  async () => {
+    const allowList = await testRuntime(db, { ALLOWED_ORIGINS: "https://app.example" });
+    for (
+      const [label, rt, origin] of [
+        ["any origin", runtime, "https://elsewhere.example"],
+        ["allow-listed origin", allowList, "https://app.example"],
+        ["unlisted origin", allowList, "https://elsewhere.example"],
+      ] as const
+    ) {
+      const gw = gatewayOn(rt);
+      const call = (path: string, init: RequestInit = {}, token?: string) =>
+        gw(
+          new Request(`http://127.0.0.1${path}`, {
+            method: "POST",
+            ...init,
+            headers: {
+              origin,
+              "x-request-id": "req-gateway-test",
+              ...(token ? { authorization: `Bearer ${token}` } : {}),
+            },
+          }),
+        );
+      const fromFunction = await call("/functions/v1/security-headers", {}, keys.anonKey);
+      assert.equal(fromFunction.status, 200, label);
+      await fromFunction.body?.cancel();
+      const expected = headerSet(fromFunction);
+      assert.ok(expected.some(([name]) => name === "content-security-policy"), label);
+      assert.ok(expected.some(([name]) => name === "access-control-expose-headers"), label);
+      assert.deepEqual(expected.find(([name]) => name === "x-request-id"), [
+        "x-request-id",
+        "req-gateway-test",
+      ]);
+
+      const answers: Array<[string, Response, number, string]> = [
+        [
+          "unknown function",
+          await call("/functions/v1/nope", {}, keys.anonKey),
+          404,
+          "function_not_found",
+        ],
+        ["other path", await call("/rest/v1/listings"), 404, "not_found"],
+        ["verify_jwt", await call("/functions/v1/security-headers"), 401, "unauthorized"],
+        ["JWKS POST", await call("/auth/v1/.well-known/jwks.json"), 405, "method_not_allowed"],
+      ];
+      for (const [what, res, status, code] of answers) {
+        assert.equal(res.status, status, `${label}: ${what}`);
+        assert.equal((await res.json()).error.code, code, `${label}: ${what}`);
+        assert.deepEqual(headerSet(res, ["allow"]), expected, `${label}: ${what}`);
+      }
+      assert.equal(answers[3]![1].headers.get("allow"), "GET, HEAD, OPTIONS");
+    }
+  },
+);
+
+sqlTest("gateway gives its own answers a new X-Request-Id when the caller sends none", async () => {
+  const first = await post("/functions/v1/nope");
+  const second = await post("/functions/v1/nope");
+  await first.body?.cancel();
+  await second.body?.cancel();
+  const ids = [first.headers.get("x-request-id"), second.headers.get("x-request-id")];
+  for (const id of ids) assert.match(id ?? "", /^[0-9a-f-]{36}$/);
+  assert.notEqual(ids[0], ids[1]);
+});
+
+sqlTest("gateway's JWKS answers GET and HEAD, 405 with Allow for other methods", async () => {
+  const jwks = (method: string) =>
+    gateway(new Request("http://127.0.0.1/auth/v1/.well-known/jwks.json", { method }));
+  const get = await jwks("GET");
+  assert.deepEqual(await get.json(), keys.jwks);
+  assert.equal(get.headers.get("cache-control"), "max-age=600");
+  assert.ok(get.headers.get("content-security-policy"));
+  const head = await jwks("HEAD");
+  assert.equal(head.status, 200);
+  assert.equal(await head.text(), "");
+  const preflight = await jwks("OPTIONS");
+  assert.equal(preflight.status, 204);
+  assert.equal(preflight.headers.get("access-control-allow-methods"), "GET, HEAD, OPTIONS");
+  for (const method of ["PUT", "DELETE", "PATCH"]) {
+    const res = await jwks(method);
+    assert.equal(res.status, 405, method);
+    assert.equal(res.headers.get("allow"), "GET, HEAD, OPTIONS");
+    assert.equal((await res.json()).error.code, "method_not_allowed");
+  }
 });

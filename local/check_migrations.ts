@@ -1,0 +1,219 @@
+/**
+ * `deno task check:migrations` (run by CI before the tests): a migration that
+ * has landed is never edited, deleted or renamed; changes go in a new one.
+ *
+ * - On a branch (a merge base with `origin/main` exists and is not HEAD):
+ *   every migration file at the merge base must be byte-identical at HEAD.
+ * - Otherwise (CI's fresh clone of main): every commit after the one that
+ *   added this script is checked; none may modify, delete or rename a
+ *   migration file that existed in its parent. Commits before the rule are
+ *   not judged.
+ *
+ * A shallow clone is checked as far as its history goes, and says what it
+ * could not check.
+ *
+ * @module
+ */
+import { REPO_ROOT } from "./paths.ts";
+
+/** Options for {@linkcode checkMigrations}. */
+export interface CheckMigrationsOptions {
+  /** The repository's folder. */
+  repo: string;
+  /** Folder of the migrations, relative to the repository root. */
+  migrationsDir?: string;
+  /** This script, relative to the repository root: the commit adding it starts the rule. */
+  scriptPath?: string;
+  /** The main line a branch is compared with. */
+  baseRef?: string;
+}
+
+/** What the check found. */
+export interface CheckMigrationsResult {
+  /** The changes to landed migrations, one line each (empty: the rule holds). */
+  violations: string[];
+  /** What was checked, and what could not be (shallow history). */
+  notes: string[];
+}
+
+/** Checks that no landed migration was edited; see the module doc for the two modes. */
+export async function checkMigrations(
+  options: CheckMigrationsOptions,
+): Promise<CheckMigrationsResult> {
+  const dir = (options.migrationsDir ?? "supabase/migrations").replace(/\/$/, "");
+  const git = (...args: string[]) => runGit(options.repo, args);
+  const head = (await git("rev-parse", "HEAD")).trim();
+  const baseRef = options.baseRef ?? "origin/main";
+
+  const base = await tryGit(options.repo, ["merge-base", baseRef, "HEAD"]);
+  if (base && base.trim() !== head) {
+    return await compareWithBase(git, dir, base.trim(), baseRef);
+  }
+  return await walkSinceRule(git, options.repo, dir, options.scriptPath ?? SCRIPT_PATH);
+}
+
+/** This script's path in the repository. */
+const SCRIPT_PATH = "local/check_migrations.ts";
+
+type Git = (...args: string[]) => Promise<string>;
+
+async function compareWithBase(
+  git: Git,
+  dir: string,
+  base: string,
+  baseRef: string,
+): Promise<CheckMigrationsResult> {
+  const before = await blobs(git, base, dir);
+  const after = await blobs(git, "HEAD", dir);
+  const violations: string[] = [];
+  for (const [path, blob] of before) {
+    const now = after.get(path);
+    if (now === undefined) {
+      violations.push(
+        `${path} existed at the merge base with ${baseRef} and was deleted or renamed`,
+      );
+    } else if (now !== blob) {
+      violations.push(`${path} existed at the merge base with ${baseRef} and was modified`);
+    }
+  }
+  return {
+    violations,
+    notes: [
+      `Compared ${before.size} landed migration(s) at the merge base ${
+        base.slice(0, 10)
+      } with ${baseRef} against HEAD.`,
+    ],
+  };
+}
+
+async function walkSinceRule(
+  git: Git,
+  repo: string,
+  dir: string,
+  scriptPath: string,
+): Promise<CheckMigrationsResult> {
+  const added = (await git("log", "--diff-filter=A", "--format=%H", "--", scriptPath))
+    .trim().split("\n").filter(Boolean);
+  const rule = added.at(-1);
+  if (!rule) {
+    return {
+      violations: [],
+      notes: [`${scriptPath} is not committed yet: no commit is under the rule.`],
+    };
+  }
+  const notes: string[] = [];
+  const shallow = await shallowCommits(repo);
+  if (shallow.has(rule)) {
+    notes.push(
+      `Shallow clone: history before ${
+        rule.slice(0, 10)
+      } is missing, so commits up to it could not be checked (git fetch --unshallow to check them).`,
+    );
+  }
+  const range = `${rule}..HEAD`;
+  const commits = (await git("rev-list", "--ancestry-path", range)).trim().split("\n")
+    .filter(Boolean);
+  const unchecked = commits.filter((c) => shallow.has(c));
+  if (unchecked.length > 0) {
+    notes.push(
+      `Shallow clone: ${
+        unchecked.map((c) => c.slice(0, 10)).join(", ")
+      } could not be checked (its parent is missing).`,
+    );
+  }
+  const log = await git(
+    "log",
+    "--reverse",
+    "--ancestry-path",
+    "--no-renames",
+    "--diff-merges=first-parent",
+    "--diff-filter=MDT",
+    "--name-status",
+    "--format=%x00%H %s",
+    range,
+    "--",
+    dir,
+  );
+  const violations: string[] = [];
+  for (const block of log.split("\0").filter((b) => b.trim())) {
+    const [title = "", ...changes] = block.trim().split("\n");
+    const commit = title.slice(0, 40);
+    if (shallow.has(commit)) continue;
+    for (const change of changes.filter(Boolean)) {
+      const [status = "", path = ""] = change.split("\t");
+      const what = status.startsWith("D") ? "deleted or renamed" : "modified";
+      violations.push(
+        `${path} was ${what} by commit ${commit.slice(0, 10)} "${title.slice(41)}" after it landed`,
+      );
+    }
+  }
+  const start = shallow.has(rule)
+    ? "the oldest commit of this shallow clone"
+    : "the commit that introduced the check";
+  notes.push(
+    `Checked ${commits.length - unchecked.length} commit(s) after ${rule.slice(0, 10)} (${start}).`,
+  );
+  return { violations, notes };
+}
+
+/** Path → blob id of every file under `dir` at `rev`. */
+async function blobs(git: Git, rev: string, dir: string): Promise<Map<string, string>> {
+  const out = await git("ls-tree", "-r", "-z", rev, "--", `${dir}/`);
+  const files = new Map<string, string>();
+  for (const entry of out.split("\0").filter(Boolean)) {
+    const [meta = "", path = ""] = entry.split("\t");
+    files.set(path, meta.split(" ")[2] ?? "");
+  }
+  return files;
+}
+
+/** The commits whose parents a shallow clone lacks (empty for a full clone). */
+async function shallowCommits(repo: string): Promise<Set<string>> {
+  const file =
+    (await runGit(repo, ["rev-parse", "--path-format=absolute", "--git-path", "shallow"]))
+      .trim();
+  try {
+    return new Set((await Deno.readTextFile(file)).split("\n").filter(Boolean));
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return new Set();
+    throw error;
+  }
+}
+
+async function runGit(repo: string, args: string[]): Promise<string> {
+  const out = await new Deno.Command("git", { args, cwd: repo, stdin: "null" }).output();
+  if (out.code !== 0) {
+    const detail = new TextDecoder().decode(out.stderr).trim().split("\n")[0];
+    throw new Error(`git ${args[0]} failed: ${detail}`);
+  }
+  return new TextDecoder().decode(out.stdout);
+}
+
+async function tryGit(repo: string, args: string[]): Promise<string | null> {
+  try {
+    return await runGit(repo, args);
+  } catch {
+    return null;
+  }
+}
+
+if (import.meta.main) {
+  try {
+    const { violations, notes } = await checkMigrations({ repo: REPO_ROOT });
+    for (const note of notes) console.log(note);
+    if (violations.length > 0) {
+      console.error("Cannot accept: landed migrations changed (they are immutable):");
+      for (const line of violations) console.error(`  ${line}`);
+      console.error(
+        "Revert those changes and put them in a new migration under supabase/migrations/.",
+      );
+      Deno.exit(1);
+    }
+    console.log("Landed migrations are unchanged.");
+  } catch (error) {
+    console.error(
+      `Cannot check the migrations: ${error instanceof Error ? error.message : error}`,
+    );
+    Deno.exit(1);
+  }
+}
