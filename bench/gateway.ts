@@ -20,7 +20,6 @@ const ROUNDS = 2;
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 const state = await Deno.makeTempDir({ prefix: "bench-gateway-" });
-await Deno.chmod(state, 0o755);
 const db = await startPostgres({ dataDir: `${state}/db`, port: freePort(), persistent: false });
 
 const spawn = (args: string[], env: Record<string, string> = {}) =>

@@ -1,14 +1,29 @@
 /**
- * The catalog of every server function: its name, who may call it, and the
- * group it belongs to (interface §1 and §5).
+ * The catalog of every server function (interface §1 and §5): its name, who
+ * may call it, the group it belongs to, whether it is built yet, and the zod
+ * schemas of its request and answer. It is the one source of these facts:
+ * the server's function factory takes a function's access rule and input
+ * schema from here (a handler only names itself), tests check each built
+ * function's answers against its `output`, and the frontend's typed
+ * `invoke` reads both schemas.
  *
  * @module
  */
 import type { z } from "zod";
 import type { Access } from "./access.ts";
 import {
-  AnalyzeProjectInput,
   AutoFixSubscriptionDatesInput,
+  FixSubscriptionDatesInput,
+  FixSubscriptionDatesOutput,
+  FixUserSubscriptionInput,
+  FixUserSubscriptionOutput,
+  PayprocWebhookOutput,
+  SetStarterSubscriptionsInput,
+  SetStarterSubscriptionsOutput,
+} from "./billing_schemas.ts";
+import { JobAnswer } from "./job_schemas.ts";
+import {
+  AnalyzeProjectInput,
   CheckSubscriptionOutput,
   ConnectLinkOutput,
   CreateCheckoutInput,
@@ -17,14 +32,13 @@ import {
   CreateDealPaymentOutput,
   CustomerPortalOutput,
   DealIdInput,
-  FixSubscriptionDatesInput,
-  FixUserSubscriptionInput,
   GetPriceIdInput,
   GetPriceIdOutput,
   RefreshKycStatusOutput,
   RunDailyTasksInput,
+  SecurityHeadersOutput,
   SendEmailInput,
-  SetStarterSubscriptionsInput,
+  TestEnvOutput,
 } from "./schemas.ts";
 
 /** Function groups of the interface. */
@@ -41,9 +55,18 @@ export type FunctionGroup =
 
 /** A catalog entry. */
 export interface FunctionEntry {
+  /** Who may call it (see `access.ts`). */
   access: Access;
+  /** Its group in the interface. */
   group: FunctionGroup;
+  /** One line on what it does. */
   summary: string;
+  /** Whether the server has it yet (a folder under `supabase/functions/`). */
+  built: boolean;
+  /** Schema of the JSON body; absent: the function takes no body (`{}` or nothing). */
+  input?: z.ZodType;
+  /** Schema of the JSON answer; absent: not a documented shape yet. */
+  output?: z.ZodType;
 }
 
 /** Every function, by name. */
@@ -52,215 +75,311 @@ export const FUNCTIONS = {
     access: "webhook",
     group: "billing",
     summary: "Payment processor webhook entry point",
+    built: true,
+    output: PayprocWebhookOutput,
   },
   "payproc-sync": {
     access: "scheduled",
     group: "billing",
     summary: "Syncs subscriptions with the payment processor",
+    built: true,
+    output: JobAnswer,
   },
-  "sync-invoices": { access: "scheduled", group: "billing", summary: "Synchronizes invoices" },
+  "sync-invoices": {
+    access: "scheduled",
+    group: "billing",
+    summary: "Synchronizes invoices",
+    built: true,
+    output: JobAnswer,
+  },
   "daily-subscription-sync": {
     access: "scheduled",
     group: "billing",
     summary: "Periodic subscription sync",
+    built: true,
+    output: JobAnswer,
   },
   "check-subscription": {
     access: "user",
     group: "billing",
     summary: "Verifies and syncs the caller's subscription",
+    built: true,
+    output: CheckSubscriptionOutput,
   },
   "fix-subscription-dates": {
     access: "admin",
     group: "billing",
     summary: "Corrects one user's subscription dates",
+    built: true,
+    input: FixSubscriptionDatesInput,
+    output: FixSubscriptionDatesOutput,
   },
   "auto-fix-subscription-dates": {
     access: "scheduled",
     group: "billing",
     summary: "Corrects subscription dates of all rows",
+    built: true,
+    input: AutoFixSubscriptionDatesInput,
+    output: JobAnswer,
   },
   "fix-user-subscription": {
     access: "admin",
     group: "billing",
     summary: "Repairs a user's link to their subscription",
+    built: true,
+    input: FixUserSubscriptionInput,
+    output: FixUserSubscriptionOutput,
   },
   "set-starter-subscriptions": {
     access: "admin",
     group: "billing",
     summary: "Grants the Starter plan to a cohort",
+    built: true,
+    input: SetStarterSubscriptionsInput,
+    output: SetStarterSubscriptionsOutput,
   },
   "get-price-id": {
     access: "public",
     group: "billing",
     summary: "Maps a plan-interval key to a price id",
+    built: true,
+    input: GetPriceIdInput,
+    output: GetPriceIdOutput,
   },
   "create-checkout": {
     access: "user",
     group: "checkout",
     summary: "Creates a subscription checkout",
+    built: true,
+    input: CreateCheckoutInput,
+    output: CreateCheckoutOutput,
   },
   "customer-portal": {
     access: "user",
     group: "checkout",
     summary: "Creates a billing portal session",
+    built: true,
+    output: CustomerPortalOutput,
   },
   "create-deal-checkout": {
     access: "deal-participant",
     group: "deals",
     summary: "Creates a hosted checkout for a deal",
+    built: false,
+    input: DealIdInput,
   },
   "create-deal-payment": {
     access: "deal-participant",
     group: "deals",
     summary: "Creates the escrow payment of a deal",
+    built: false,
+    input: CreateDealPaymentInput,
+    output: CreateDealPaymentOutput,
   },
-  "refund-deal-payment": { access: "admin", group: "deals", summary: "Refunds a deal's payment" },
+  "refund-deal-payment": {
+    access: "admin",
+    group: "deals",
+    summary: "Refunds a deal's payment",
+    built: false,
+    input: DealIdInput,
+  },
   "release-deal-payout": {
     access: "admin",
     group: "deals",
     summary: "Releases a deal's payout to the seller",
+    built: false,
+    input: DealIdInput,
   },
   "payment-status": {
     access: "deal-participant",
     group: "deals",
     summary: "Returns a deal's payment status",
+    built: false,
+    input: DealIdInput,
   },
   "send-email": {
     access: "system",
     group: "notifications",
     summary: "Sends a transactional e-mail",
+    built: false,
+    input: SendEmailInput,
   },
   "send-notification": {
     access: "system",
     group: "notifications",
     summary: "Sends an in-app notification",
+    built: false,
   },
   "send-admin-listing-notification": {
     access: "admin",
     group: "notifications",
     summary: "Notifies admins about listings",
+    built: false,
   },
   "send-admin-message": {
     access: "admin",
     group: "notifications",
     summary: "Sends a message from an admin",
+    built: false,
   },
   "send-auth-email": {
     access: "webhook",
     group: "notifications",
     summary: "Supabase Auth send-email hook",
+    built: false,
   },
   "send-payment-email": {
     access: "system",
     group: "notifications",
     summary: "Sends payment e-mails",
+    built: false,
   },
   "send-admin-contact-notification": {
     access: "admin",
     group: "notifications",
     summary: "Notifies admins of contact requests",
+    built: false,
   },
   "send-listing-approval-notification": {
     access: "admin",
     group: "notifications",
     summary: "Tells a seller their listing was approved",
+    built: false,
   },
   "send-listing-notifications": {
     access: "scheduled",
     group: "notifications",
     summary: "Sends listing notifications",
+    built: false,
   },
   "send-new-user-notification": {
     access: "system",
     group: "notifications",
     summary: "Notifies about a new user",
+    built: false,
   },
   "send-sponsored-notifications": {
     access: "scheduled",
     group: "notifications",
     summary: "Sends sponsored listing notifications",
+    built: false,
   },
   "send-resubmission-notification": {
     access: "admin",
     group: "notifications",
     summary: "Asks a seller to resubmit a listing",
+    built: false,
   },
   "auth-email-webhook": {
     access: "webhook",
     group: "notifications",
     summary: "Auth e-mail webhook",
+    built: false,
   },
   "run-daily-tasks": {
     access: "scheduled",
     group: "schedulers",
     summary: "Runs the daily sub-jobs",
+    built: false,
+    input: RunDailyTasksInput,
   },
-  "run-price-alerts": { access: "scheduled", group: "schedulers", summary: "Scans price alerts" },
+  "run-price-alerts": {
+    access: "scheduled",
+    group: "schedulers",
+    summary: "Scans price alerts",
+    built: false,
+  },
   "update-views-count": {
     access: "scheduled",
     group: "schedulers",
     summary: "Increments listing view counters",
+    built: false,
   },
   "cleanup-duplicates": {
     access: "admin",
     group: "schedulers",
     summary: "Removes duplicate records",
+    built: false,
   },
   "process-sponsored-activations": {
     access: "admin",
     group: "schedulers",
     summary: "Activates scheduled sponsored listings",
+    built: false,
   },
   "connect-onboarding-link": {
     access: "seller",
     group: "onboarding",
     summary: "Payout account onboarding link",
+    built: false,
+    output: ConnectLinkOutput,
   },
   "connect-dashboard-link": {
     access: "seller",
     group: "onboarding",
     summary: "Payout account dashboard link",
+    built: false,
+    output: ConnectLinkOutput,
   },
   "refresh-kyc-status": {
     access: "seller",
     group: "onboarding",
     summary: "Refreshes the payout account's KYC status",
+    built: false,
+    output: RefreshKycStatusOutput,
   },
   "deal-create-upload-url": {
     access: "deal-participant",
     group: "documents",
     summary: "Signed upload URL for a deal document",
+    built: false,
+    input: DealIdInput,
   },
   "generate-apa-pdf": {
     access: "deal-participant",
     group: "documents",
     summary: "Generates the asset purchase agreement PDF",
+    built: false,
+    input: DealIdInput,
   },
   "apa-auto-handover": {
     access: "scheduled",
     group: "documents",
     summary: "Automates asset handover steps",
+    built: false,
   },
   "analyze-project": {
     access: "user",
     group: "ai",
     summary: "AI analysis of a project from its URL",
+    built: false,
+    input: AnalyzeProjectInput,
   },
-  "security-headers": { access: "public", group: "utilities", summary: "The security header set" },
+  "security-headers": {
+    access: "public",
+    group: "utilities",
+    summary: "The security header set",
+    built: true,
+    output: SecurityHeadersOutput,
+  },
   "test-env": {
     access: "admin",
     group: "utilities",
     summary: "Reports which configuration is set",
+    built: true,
+    output: TestEnvOutput,
   },
   "test-sponsored-activation": {
     access: "admin",
     group: "utilities",
     summary: "Tests sponsored activation",
+    built: false,
   },
   "test-payproc": {
     access: "admin",
     group: "utilities",
     summary: "Tests the payment processor connection",
+    built: false,
   },
 } as const satisfies Record<string, FunctionEntry>;
 
@@ -270,34 +389,22 @@ export type FunctionName = keyof typeof FUNCTIONS;
 /** Every function name. */
 export const FUNCTION_NAMES = Object.keys(FUNCTIONS) as FunctionName[];
 
-/** The request and response schemas of a function, where documented. */
-export interface FunctionSchemas {
-  /** The JSON body; absent: the function takes no body. */
-  input?: z.ZodType;
-  /** The JSON answer; absent: not a documented shape. */
-  output?: z.ZodType;
-}
+/** The catalog entry of function `N`, with its literal access rule and schemas. */
+export type FunctionEntryOf<N extends FunctionName> = (typeof FUNCTIONS)[N];
 
-/** Schemas of the functions with documented payloads (interface §4.2). */
-export const FUNCTION_SCHEMAS = {
-  "send-email": { input: SendEmailInput },
-  "get-price-id": { input: GetPriceIdInput, output: GetPriceIdOutput },
-  "create-checkout": { input: CreateCheckoutInput, output: CreateCheckoutOutput },
-  "customer-portal": { output: CustomerPortalOutput },
-  "create-deal-payment": { input: CreateDealPaymentInput, output: CreateDealPaymentOutput },
-  "release-deal-payout": { input: DealIdInput },
-  "refund-deal-payment": { input: DealIdInput },
-  "connect-onboarding-link": { output: ConnectLinkOutput },
-  "connect-dashboard-link": { output: ConnectLinkOutput },
-  "refresh-kyc-status": { output: RefreshKycStatusOutput },
-  "check-subscription": { output: CheckSubscriptionOutput },
-  "analyze-project": { input: AnalyzeProjectInput },
-  "run-daily-tasks": { input: RunDailyTasksInput },
-  "fix-user-subscription": { input: FixUserSubscriptionInput },
-  "fix-subscription-dates": { input: FixSubscriptionDatesInput },
-  "auto-fix-subscription-dates": { input: AutoFixSubscriptionDatesInput },
-  "set-starter-subscriptions": { input: SetStarterSubscriptionsInput },
-} as const satisfies Partial<Record<FunctionName, FunctionSchemas>>;
+/** The validated request body function `N` receives (undefined when it takes none). */
+export type FunctionInput<N extends FunctionName> = FunctionEntryOf<N> extends
+  { input: infer S extends z.ZodType } ? z.output<S> : undefined;
 
-/** Functions with documented schemas. */
-export type DocumentedFunctionName = keyof typeof FUNCTION_SCHEMAS;
+/** The request body a caller of function `N` sends (before defaults are applied). */
+export type FunctionRequest<N extends FunctionName> = FunctionEntryOf<N> extends
+  { input: infer S extends z.ZodType } ? z.input<S> : undefined;
+
+/** The answer of function `N` (unknown while its shape is not documented). */
+export type FunctionOutput<N extends FunctionName> = FunctionEntryOf<N> extends
+  { output: infer S extends z.ZodType } ? z.output<S> : unknown;
+
+/** Names of the functions the server has. */
+export const BUILT_FUNCTION_NAMES: readonly FunctionName[] = FUNCTION_NAMES.filter((name) =>
+  FUNCTIONS[name].built
+);

@@ -10,7 +10,12 @@
  * @module
  */
 import type { z } from "zod";
-import { FUNCTION_SCHEMAS, type FunctionName, type FunctionSchemas } from "./functions.ts";
+import {
+  type FunctionName,
+  type FunctionOutput,
+  type FunctionRequest,
+  FUNCTIONS,
+} from "./functions.ts";
 import { ErrorBody } from "./schemas.ts";
 
 /** The part of a supabase-js client that {@linkcode invoke} uses. */
@@ -23,17 +28,11 @@ export interface FunctionsInvoker {
   };
 }
 
-type Schemas = typeof FUNCTION_SCHEMAS;
+/** The request body of function `N`: its catalog schema's input; undefined when it takes none. */
+export type InvokeInput<N extends FunctionName> = FunctionRequest<N>;
 
-/** The request body of function `N`: its schema's input, or any object for undocumented ones. */
-export type InvokeInput<N extends FunctionName> = N extends keyof Schemas
-  ? Schemas[N] extends { input: infer S extends z.ZodType } ? z.input<S> : undefined
-  : Record<string, unknown> | undefined;
-
-/** The answer of function `N`: its schema's output, or `unknown` for undocumented ones. */
-export type InvokeOutput<N extends FunctionName> = N extends keyof Schemas
-  ? Schemas[N] extends { output: infer S extends z.ZodType } ? z.output<S> : unknown
-  : unknown;
+/** The answer of function `N`: its catalog schema's output, or `unknown` for undocumented ones. */
+export type InvokeOutput<N extends FunctionName> = FunctionOutput<N>;
 
 /** Why an invocation failed. */
 export interface InvokeError {
@@ -76,7 +75,7 @@ export async function invoke<N extends FunctionName>(
   }
   if (result.error) return { data: null, error: await invokeError(result.error) };
 
-  const output = (FUNCTION_SCHEMAS as Partial<Record<FunctionName, FunctionSchemas>>)[name]?.output;
+  const output: z.ZodType | undefined = (FUNCTIONS[name] as { output?: z.ZodType }).output;
   if (!output) return { data: result.data as InvokeOutput<N>, error: null };
   const parsed = output.safeParse(result.data);
   if (!parsed.success) {

@@ -6,8 +6,10 @@
  * @module
  */
 export * from "./access.ts";
+export * from "./billing_schemas.ts";
 export * from "./blur.ts";
 export * from "./functions.ts";
 export * from "./invoke.ts";
+export * from "./job_schemas.ts";
 export * from "./plans.ts";
 export * from "./schemas.ts";

@@ -83,66 +83,16 @@ export const RunDailyTasksInput = z.object({
   slot: z.string().trim().min(1).max(50).default("scheduled"),
 });
 
-/** A user named by id or by e-mail (exactly one): the admin billing repairs. */
-const OneUser = z.object({
-  userId: z.uuid().optional(),
-  email: z.email().max(320).optional(),
-});
-const exactlyOneUser = (value: { userId?: string; email?: string }) =>
-  (value.userId === undefined) !== (value.email === undefined);
-const exactlyOneUserIssue = { message: "Give exactly one of userId and email" };
+/** `security-headers` response: the security header set the frontend host should serve. */
+export const SecurityHeadersOutput = z.object({ headers: z.record(z.string(), z.string()) });
 
-/** `fix-user-subscription` request. */
-export const FixUserSubscriptionInput = OneUser.refine(exactlyOneUser, exactlyOneUserIssue);
-
-/** `fix-subscription-dates` request. */
-export const FixSubscriptionDatesInput = OneUser.extend({
-  dryRun: z.boolean().default(false),
-}).refine(exactlyOneUser, exactlyOneUserIssue);
-
-/** `auto-fix-subscription-dates` request (a scheduled start sends no body). */
-export const AutoFixSubscriptionDatesInput = z.object({
-  dryRun: z.boolean().default(false),
-});
-
-/** `set-starter-subscriptions` request: a cohort by ids or by sign-up window. */
-export const SetStarterSubscriptionsInput = z.object({
-  userIds: z.array(z.uuid()).min(1).max(1000).optional(),
-  createdAfter: z.iso.datetime({ offset: true }).optional(),
-  createdBefore: z.iso.datetime({ offset: true }).optional(),
-  days: z.number().int().min(1).max(366),
-  dryRun: z.boolean().default(false),
-}).refine(
-  (v) =>
-    (v.userIds !== undefined) !==
-      (v.createdAfter !== undefined || v.createdBefore !== undefined),
-  { message: "Give either userIds or a createdAfter/createdBefore window" },
-).refine(
-  (v) =>
-    v.createdAfter === undefined || v.createdBefore === undefined ||
-    Date.parse(v.createdAfter) < Date.parse(v.createdBefore),
-  { message: "createdAfter must be before createdBefore", path: ["createdAfter"] },
-);
-
-/** One item a job could not process. */
-export const JobFailure = z.object({
-  item: z.string(),
-  code: z.string(),
-  message: z.string(),
-});
-
-/**
- * Answer of the billing jobs (payproc-sync, daily-subscription-sync,
- * sync-invoices, auto-fix-subscription-dates). With failures the same object
- * comes back as `error.details` of a 500 `partial_failure`.
- */
-export const SyncJobOutput = z.object({
-  job: z.string(),
-  runId: z.uuid(),
-  dryRun: z.boolean(),
-  scanned: z.number().int().min(0),
-  changed: z.number().int().min(0),
-  failed: z.number().int().min(0),
-  counts: z.record(z.string(), z.number().int()),
-  failures: z.array(JobFailure),
+/** `test-env` response: which variables are set (never their values) and whether the database answers. */
+export const TestEnvOutput = z.object({
+  variables: z.record(z.string(), z.boolean()),
+  database: z.object({
+    ok: z.boolean(),
+    latency_ms: z.number().min(0),
+    error: z.string().optional(),
+  }),
+  runtime: z.object({ deno: z.string() }),
 });

@@ -51,10 +51,13 @@ sqlTest("check-subscription: reconciles through the stored customer", async () =
 });
 
 sqlTest(
-  "check-subscription: finds an unclaimed customer by e-mail, links it and tags it",
+  "check-subscription: finds a customer carrying our user id, links it and mirrors its best subscription",
   async () => {
     const user = await createUser(db.pool);
-    const customer = double.addCustomer({ email: user.email });
+    const customer = double.addCustomer({
+      email: "elsewhere@example.test",
+      metadata: { user_id: user.id },
+    });
     double.addSubscription({
       customer: customer.id,
       lookupKey: "starter_monthly",
@@ -69,7 +72,21 @@ sqlTest(
     assert.equal(res.body.subscribed, true);
     assert.equal(res.body.subscription_status, "trialing");
     assert.equal((await subscriptionOf(db.pool, user.id))?.payproc_customer_id, customer.id);
-    assert.equal(double.get("customer", customer.id)?.metadata.user_id, user.id);
+  },
+);
+
+sqlTest(
+  "check-subscription: never takes over a customer found only by e-mail, confirmed or not",
+  async () => {
+    for (const confirmed of [false, true]) {
+      const user = await createUser(db.pool, { confirmed });
+      const customer = double.addCustomer({ email: user.email });
+      double.addSubscription({ customer: customer.id, lookupKey: "pro_monthly" });
+      const res = await check(user);
+      assert.equal(res.body.subscribed, false, `confirmed: ${confirmed}`);
+      assert.equal(await subscriptionOf(db.pool, user.id), null);
+      assert.equal(double.get("customer", customer.id)?.metadata.user_id, undefined);
+    }
   },
 );
 
@@ -115,9 +132,10 @@ sqlTest("check-subscription: an expired grant is turned back to free", async () 
 sqlTest(
   "check-subscription: signed-in only; processor down → 503; no key → 503 not_configured",
   async () => {
-    assert.equal((await invoke(handler, runtime, { token: keys.anonKey })).status, 401);
+    assert.equal((await invoke(handler, runtime)).status, 401);
+    assert.equal((await invoke(handler, runtime, { token: keys.anonKey })).status, 403);
     const user = await createUser(db.pool);
-    double.failNext({ path: "/v1/customers", status: 500, times: 3 });
+    double.failNext({ path: "/v1/customers/search", status: 500, times: 3 });
     const down = await check(user);
     assert.equal(down.status, 503);
     assert.equal(down.body.error?.code, "upstream_unavailable");
@@ -125,5 +143,23 @@ sqlTest(
     const none = await check(user, await testRuntime(db, env));
     assert.equal(none.status, 503);
     assert.equal(none.body.error?.code, "not_configured");
+  },
+);
+
+sqlTest(
+  "check-subscription: at most 10 calls a minute per user, then 429 with Retry-After",
+  async () => {
+    const user = await createUser(db.pool);
+    const other = await createUser(db.pool);
+    const token = await keys.userToken(user);
+    const statuses = await Promise.all(
+      Array.from({ length: 12 }, async () => (await invoke(handler, runtime, { token })).status),
+    );
+    assert.deepEqual(statuses.filter((s) => s === 200).length, 10);
+    assert.deepEqual(statuses.filter((s) => s === 429).length, 2);
+    const refused = await invoke<{ error: { code: string } }>(handler, runtime, { token });
+    assert.equal(refused.body.error.code, "rate_limited");
+    assert.ok(Number(refused.headers.get("retry-after")) >= 1);
+    assert.equal((await check(other)).status, 200);
   },
 );

@@ -80,26 +80,17 @@ sqlTest("create-checkout: two concurrent checkouts create one customer", async (
 });
 
 sqlTest(
-  "create-checkout: an existing customer found by e-mail is linked only when its metadata names no other user",
+  "create-checkout: never takes over a customer found only by e-mail; creates the user's own",
   async () => {
-    const user = await createUser(db.pool);
-    const someoneElse = await createUser(db.pool);
-    double.addCustomer({ email: user.email, metadata: { user_id: someoneElse.id } });
+    const user = await createUser(db.pool, { confirmed: true });
     const unclaimed = double.addCustomer({ email: user.email });
     const res = await checkout(user, { priceId: prices.starter_monthly.id });
     assert.equal(res.status, 200);
-    assert.equal((await subscriptionOf(db.pool, user.id))?.payproc_customer_id, unclaimed.id);
-    assert.equal(double.get("customer", unclaimed.id)?.metadata.user_id, user.id);
-
-    const other = await createUser(db.pool);
-    const claimed = double.addCustomer({
-      email: other.email,
-      metadata: { user_id: someoneElse.id },
-    });
-    const res2 = await checkout(other, { priceId: prices.starter_monthly.id });
-    assert.equal(res2.status, 200);
-    const row = await subscriptionOf(db.pool, other.id);
-    assert.notEqual(row?.payproc_customer_id, claimed.id);
+    const row = await subscriptionOf(db.pool, user.id);
+    assert.ok(row?.payproc_customer_id);
+    assert.notEqual(row?.payproc_customer_id, unclaimed.id);
+    assert.equal(double.get("customer", unclaimed.id)?.metadata.user_id, undefined);
+    assert.equal(double.get("customer", row!.payproc_customer_id!)?.metadata.user_id, user.id);
   },
 );
 
@@ -183,7 +174,8 @@ sqlTest("create-checkout: signed-in users only; invalid bodies answer 400", asyn
     token: keys.anonKey,
     body: { priceId: prices.starter_monthly.id },
   });
-  assert.equal(anon.status, 401);
+  assert.equal(anon.status, 403);
+  assert.equal((await invoke<Answer>(handler, runtime, { body: {} })).status, 401);
   const user = await createUser(db.pool);
   const bad = await checkout(user, { priceId: "" });
   assert.equal(bad.status, 400);

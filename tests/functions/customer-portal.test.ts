@@ -57,7 +57,8 @@ sqlTest(
   "customer-portal: signed-in users only; processor down → 503; no key → 503 not_configured",
   async () => {
     const anon = await invoke<Answer>(handler, runtime, { token: keys.anonKey });
-    assert.equal(anon.status, 401);
+    assert.equal(anon.status, 403);
+    assert.equal((await invoke<Answer>(handler, runtime)).status, 401);
     const service = await invoke<Answer>(handler, runtime, { token: keys.serviceKey });
     assert.equal(service.status, 403);
 

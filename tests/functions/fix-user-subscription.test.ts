@@ -25,9 +25,9 @@ async function repair(body: Record<string, unknown>, rt = runtime) {
 }
 
 sqlTest(
-  "fix-user-subscription: links an unclaimed customer found by e-mail, tags it and mirrors its subscription",
+  "fix-user-subscription: links an unclaimed customer found by a confirmed e-mail, tags it and mirrors its subscription",
   async () => {
-    const user = await createUser(db.pool);
+    const user = await createUser(db.pool, { confirmed: true });
     const customer = double.addCustomer({ email: user.email });
     const subscription = double.addSubscription({
       customer: customer.id,
@@ -52,6 +52,21 @@ sqlTest(
     const again = await repair({ userId: user.id });
     assert.deepEqual(again.body.actions, ["sync_unchanged"]);
     assert.deepEqual(again.body.changed, []);
+  },
+);
+
+sqlTest(
+  "fix-user-subscription: an unconfirmed address never links the customer that carries it",
+  async () => {
+    const user = await createUser(db.pool);
+    const customer = double.addCustomer({ email: user.email });
+    double.addSubscription({ customer: customer.id, lookupKey: "pro_monthly" });
+    const res = await repair({ userId: user.id });
+    assert.equal(res.status, 200);
+    assert.equal(res.body.customerId, null);
+    assert.deepEqual(res.body.actions, []);
+    assert.equal(await subscriptionOf(db.pool, user.id), null);
+    assert.equal(double.get("customer", customer.id)?.metadata.user_id, undefined);
   },
 );
 

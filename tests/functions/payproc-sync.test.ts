@@ -3,6 +3,7 @@ import handler from "../../supabase/functions/payproc-sync/handler.ts";
 import { billingSetup, payprocEnv, subscriptionOf } from "../support/billing.ts";
 import { sqlTest } from "../support/db.ts";
 import { invoke, testRuntime } from "../support/runtime.ts";
+import { assertOneRanOneSkipped } from "../support/jobs.ts";
 import { createUser } from "../support/sql.ts";
 
 interface JobAnswer {
@@ -91,26 +92,28 @@ sqlTest(
   },
 );
 
-sqlTest("payproc-sync: two concurrent runs — one runs, the other is refused with 409", async () => {
-  const setup = await billingSetup();
-  const { db, double, runtime, keys } = setup;
-  try {
-    double.failNext({ method: "GET", path: "/v1/subscriptions", delayMs: 300 });
-    const answers = await Promise.all([
-      invoke<JobAnswer>(handler, runtime, { token: keys.schedulerToken }),
-      invoke<JobAnswer>(handler, runtime, { token: keys.schedulerToken }),
-    ]);
-    assert.deepEqual(answers.map((a) => a.status).sort(), [200, 409]);
-    const refused = answers.find((a) => a.status === 409)!;
-    assert.equal(refused.body.error?.code, "conflict");
-    const runs = await db.pool.query(
-      "select status from public.job_runs where job_name = 'payproc-sync'",
-    );
-    assert.deepEqual(runs.rows.map((r) => r.status), ["succeeded"]);
-  } finally {
-    await setup.close();
-  }
-});
+sqlTest(
+  "payproc-sync: two concurrent starts — one runs, the other answers 200 skipped and does nothing",
+  async () => {
+    const setup = await billingSetup();
+    const { db, double, runtime, keys } = setup;
+    try {
+      double.failNext({ method: "GET", path: "/v1/subscriptions", delayMs: 300 });
+      const answers = await Promise.all([
+        invoke<JobAnswer>(handler, runtime, { token: keys.schedulerToken }),
+        invoke<JobAnswer>(handler, runtime, { token: keys.schedulerToken }),
+      ]);
+      assertOneRanOneSkipped(answers);
+      assert.equal(double.requestsTo("GET", "/v1/subscriptions").length, 1);
+      const runs = await db.pool.query(
+        "select status from public.job_runs where job_name = 'payproc-sync'",
+      );
+      assert.deepEqual(runs.rows.map((r) => r.status), ["succeeded"]);
+    } finally {
+      await setup.close();
+    }
+  },
+);
 
 sqlTest("payproc-sync: a stale unfinished run is taken over", async () => {
   const setup = await billingSetup();
@@ -191,9 +194,11 @@ sqlTest(
       assert.equal((await invoke(handler, runtime, { token: keys.schedulerToken })).status, 200);
 
       const { PAYPROC_SECRET_KEY: _, ...env } = payprocEnv(double);
-      const none = await invoke<JobAnswer>(handler, await testRuntime(db, env), {
+      const unconfigured = await testRuntime(db, env);
+      const none = await invoke<JobAnswer>(handler, unconfigured, {
         token: keys.schedulerToken,
       });
+      await unconfigured.close();
       assert.equal(none.status, 503);
       assert.equal(none.body.error?.code, "not_configured");
     } finally {

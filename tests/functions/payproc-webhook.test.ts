@@ -176,11 +176,11 @@ sqlTest(
   },
 );
 
-/** A subscription the processor no longer has (only the events carry it). */
+/** A subscription the processor does not have: only the events carry it. */
 function goneSubscription(user: TestUser, customer: string, status: Stripe.Subscription.Status) {
   const template = double.get(
     "subscription",
-    double.addSubscription({ customer, lookupKey: "starter_monthly" }).id,
+    double.addSubscription({ customer, lookupKey: "pro_monthly" }).id,
   )!;
   const gone: PayprocSubscription = structuredClone(template);
   gone.id = `sub_gone_${crypto.randomUUID().slice(0, 8)}`;
@@ -189,49 +189,51 @@ function goneSubscription(user: TestUser, customer: string, status: Stripe.Subsc
   return gone;
 }
 
-for (const order of ["deleted last", "deleted first"] as const) {
-  sqlTest(`payproc-webhook: without the object, event created decides (${order})`, async () => {
-    const user = await createUser(db.pool);
-    const customer = double.addCustomer({ email: user.email });
-    const active = goneSubscription(user, customer.id, "active");
-    const canceled = { ...structuredClone(active), status: "canceled" as const };
-    const t = unix();
-    const updated = double.event("customer.subscription.updated", active, { created: t });
-    const deleted = double.event("customer.subscription.deleted", canceled, { created: t + 10 });
-    const answers = [];
-    for (const event of order === "deleted last" ? [updated, deleted] : [deleted, updated]) {
-      answers.push((await deliver<WebhookAnswer>(setup, event)).body);
-    }
-    const row = await subscriptionOf(db.pool, user.id);
-    assert.equal(row?.payproc_subscription_id, active.id);
-    assert.equal(row?.subscription_status, "canceled");
-    if (order === "deleted first") {
-      assert.equal(answers[1]?.outcome, "skipped");
-      assert.match(answers[1]?.detail ?? "", /stale/);
-    }
-  });
-}
-
 sqlTest(
-  "payproc-webhook: without the object, a same-second deletion wins over an update",
+  "payproc-webhook: a subscription the processor does not have is never mirrored from the event",
   async () => {
     const user = await createUser(db.pool);
-    const customer = double.addCustomer({ email: user.email });
-    const active = goneSubscription(user, customer.id, "active");
-    const t = unix();
-    await deliver<WebhookAnswer>(
-      setup,
-      double.event("customer.subscription.deleted", { ...active, status: "canceled" }, {
-        created: t,
-      }),
-    );
-    await deliver<WebhookAnswer>(
-      setup,
-      double.event("customer.subscription.updated", active, { created: t }),
-    );
-    assert.equal((await subscriptionOf(db.pool, user.id))?.subscription_status, "canceled");
+    const customer = double.addCustomer({ email: user.email, metadata: { user_id: user.id } });
+    const forged = goneSubscription(user, customer.id, "active");
+    for (
+      const type of ["customer.subscription.created", "customer.subscription.updated"] as const
+    ) {
+      const res = await deliver<WebhookAnswer>(setup, double.event(type, forged));
+      assert.equal(res.status, 200);
+      assert.equal(res.body.outcome, "skipped");
+      assert.match(res.body.detail ?? "", /does not exist at the processor/);
+    }
+    assert.equal(await subscriptionOf(db.pool, user.id), null);
   },
 );
+
+for (const order of ["deleted last", "deleted first"] as const) {
+  sqlTest(
+    `payproc-webhook: a mirrored subscription the processor no longer has ends, in any order (${order})`,
+    async () => {
+      const { user, subscription } = await mirrored("pro_monthly");
+      const copy = structuredClone(double.get("subscription", subscription.id)!);
+      double.store.remove("subscription", subscription.id);
+      const t = unix();
+      const updated = double.event("customer.subscription.updated", copy, { created: t + 10 });
+      const deleted = double.event(
+        "customer.subscription.deleted",
+        { ...copy, status: "canceled" },
+        {
+          created: t,
+        },
+      );
+      for (const event of order === "deleted last" ? [updated, deleted] : [deleted, updated]) {
+        assert.equal((await deliver<WebhookAnswer>(setup, event)).status, 200);
+      }
+      const row = await subscriptionOf(db.pool, user.id);
+      assert.equal(row?.payproc_subscription_id, subscription.id);
+      assert.equal(row?.subscription_status, "canceled");
+      const plan = await db.pool.query("select public.current_plan($1) as plan", [user.id]);
+      assert.equal(plan.rows[0].plan, "free");
+    },
+  );
+}
 
 sqlTest(
   "payproc-webhook: subscription.updated moves updated_at only when something changed",
@@ -488,7 +490,11 @@ sqlTest(
 
 sqlTest("payproc-webhook: an account nobody is linked to is recorded as skipped", async () => {
   const account = double.addAccount();
-  const res = await deliver<WebhookAnswer>(setup, double.event("account.updated", account));
+  const res = await deliver<WebhookAnswer>(
+    setup,
+    double.event("account.updated", account, { account: account.id }),
+    { secret: CONNECT_WEBHOOK_SECRET },
+  );
   assert.equal(res.body.outcome, "skipped");
   assert.equal(
     await countRows(db.pool, "public.connect_accounts", "payproc_account_id = $1", [account.id]),
@@ -496,17 +502,105 @@ sqlTest("payproc-webhook: an account nobody is linked to is recorded as skipped"
   );
 });
 
+sqlTest(
+  "payproc-webhook: a Connect event about billing is refused — a seller's own subscription never reaches subscriptions",
+  async () => {
+    const seller = await createUser(db.pool);
+    const account = double.addAccount({ metadata: { user_id: seller.id } });
+    // What a seller can mint on their own account: a customer and a subscription naming them.
+    const customer = double.addCustomer({ metadata: { user_id: seller.id } });
+    const subscription = double.addSubscription({
+      customer: customer.id,
+      lookupKey: "pro_monthly",
+    });
+    for (
+      const event of [
+        double.event("customer.subscription.created", subscription, { account: account.id }),
+        double.event("customer.subscription.updated", subscription, { account: account.id }),
+        double.event(
+          "invoice.paid",
+          double.get("invoice", subscription.latest_invoice as string)!,
+          {
+            account: account.id,
+          },
+        ),
+      ]
+    ) {
+      const res = await deliver<WebhookAnswer>(setup, event, { secret: CONNECT_WEBHOOK_SECRET });
+      assert.equal(res.status, 400, event.type);
+      assert.equal(res.body.error?.code, "wrong_endpoint", event.type);
+      assert.equal(await eventsOf(event.id), 0);
+    }
+    assert.equal(await subscriptionOf(db.pool, seller.id), null);
+    const plan = await db.pool.query("select public.current_plan($1) as plan", [seller.id]);
+    assert.equal(plan.rows[0].plan, "free");
+  },
+);
+
+sqlTest(
+  "payproc-webhook: each endpoint admits only its own events: no account on the platform, one on Connect",
+  async () => {
+    const account = double.addAccount();
+    const onPlatform = double.event("account.updated", account, { account: account.id });
+    const platform = await deliver<WebhookAnswer>(setup, onPlatform);
+    assert.deepEqual([platform.status, platform.body.error?.code], [400, "wrong_endpoint"]);
+    assert.equal(await eventsOf(onPlatform.id), 0);
+
+    const noAccount = double.event("account.updated", account);
+    const connect = await deliver<WebhookAnswer>(setup, noAccount, {
+      secret: CONNECT_WEBHOOK_SECRET,
+    });
+    assert.deepEqual([connect.status, connect.body.error?.code], [400, "wrong_endpoint"]);
+    assert.equal(await eventsOf(noAccount.id), 0);
+
+    const ours = double.event("account.updated", account);
+    const ignored = await deliver<WebhookAnswer>(setup, ours);
+    assert.deepEqual([ignored.status, ignored.body.outcome], [200, "ignored"]);
+    const { rows } = await db.pool.query(
+      "select endpoint from public.payproc_events where id = $1",
+      [
+        ours.id,
+      ],
+    );
+    assert.equal(rows[0].endpoint, "platform");
+  },
+);
+
+sqlTest("payproc-webhook: an event whose mode differs from the key's is refused", async () => {
+  const { user, subscription } = await mirrored();
+  const before = await subscriptionOf(db.pool, user.id);
+  double.updateSubscription(subscription.id, { status: "past_due" });
+  const live = {
+    ...double.event("customer.subscription.updated", double.get("subscription", subscription.id)!),
+    livemode: true,
+  };
+  const res = await deliver<WebhookAnswer>(setup, live);
+  assert.deepEqual([res.status, res.body.error?.code], [400, "wrong_mode"]);
+  assert.equal(await eventsOf(live.id), 0);
+  assert.deepEqual(await subscriptionOf(db.pool, user.id), before);
+
+  const liveKeyed = await testRuntime(db, {
+    ...payprocEnv(double),
+    PAYPROC_SECRET_KEY: "sk_live_x",
+  });
+  const testEvent = double.event("customer.subscription.updated", subscription);
+  const refused = await deliver<WebhookAnswer>(setup, testEvent, { runtime: liveKeyed });
+  assert.deepEqual([refused.status, refused.body.error?.code], [400, "wrong_mode"]);
+  await liveKeyed.close();
+});
+
 sqlTest("payproc-webhook: the Connect secret is refused when it is not configured", async () => {
   const { PAYPROC_CONNECT_WEBHOOK_SECRET: _, ...env } = payprocEnv(double);
   const without = await testRuntime(db, env);
   const account = double.addAccount();
-  const event = double.event("account.updated", account);
+  const event = double.event("account.updated", account, { account: account.id });
   const res = await deliver<WebhookAnswer>(setup, event, {
     secret: CONNECT_WEBHOOK_SECRET,
     runtime: without,
   });
   assert.equal(res.status, 400);
   assert.equal(await eventsOf(event.id), 0);
+  await without.close();
 });
 
 sqlTest(
@@ -637,3 +731,62 @@ sqlTest("payproc-webhook: GET is refused and no JWT is needed for POST", async (
   const res = await invoke(webhook, runtime, { method: "GET" });
   assert.equal(res.status, 405);
 });
+
+sqlTest(
+  "payproc-webhook: a hung processor call holds no database connection (pool of 1: 20 other deliveries complete meanwhile)",
+  async () => {
+    const slow = await billingSetup({ DB_POOL_MAX: "1", PAYPROC_TIMEOUT_MS: "60000" });
+    try {
+      const subscriptions = [];
+      for (let i = 0; i < 21; i++) {
+        const user = await createUser(slow.db.pool);
+        const customer = slow.double.addCustomer({ metadata: { user_id: user.id } });
+        subscriptions.push(
+          slow.double.addSubscription({ customer: customer.id, lookupKey: "starter_monthly" }),
+        );
+      }
+      const [hung, ...others] = subscriptions;
+      slow.double.failNext({
+        method: "GET",
+        path: `/v1/subscriptions/${hung!.id}`,
+        delayMs: 30_000,
+      });
+      const hungEvent = slow.double.event("customer.subscription.created", hung!);
+      let hungAnswered = false;
+      const hungDelivery = deliver<WebhookAnswer>(slow, hungEvent).finally(() => {
+        hungAnswered = true;
+      });
+      while (slow.double.requestsTo("GET", `/v1/subscriptions/${hung!.id}`).length === 0) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      const answers = await Promise.all(
+        others.map((s) =>
+          deliver<WebhookAnswer>(slow, slow.double.event("customer.subscription.created", s))
+        ),
+      );
+      assert.deepEqual(
+        answers.map((a) => [a.status, a.body.outcome]),
+        others.map(() => [200, "applied"]),
+      );
+      assert.equal(hungAnswered, false, "the hung call is still waiting for the processor");
+      assert.equal(
+        await countRows(
+          slow.db.pool,
+          "public.subscriptions",
+          "payproc_subscription_id is not null",
+        ),
+        20,
+      );
+      await slow.double.close(); // releases the hung call: the processor "fails"
+      const answer = await hungDelivery;
+      assert.equal(answer.status, 503);
+      assert.equal(answer.body.error?.code, "upstream_unavailable");
+      assert.equal(
+        await countRows(slow.db.pool, "public.payproc_events", "id = $1", [hungEvent.id]),
+        0,
+      );
+    } finally {
+      await slow.close();
+    }
+  },
+);

@@ -4,6 +4,7 @@ import { billingSetup, countRows } from "../support/billing.ts";
 import { sqlTest } from "../support/db.ts";
 import { invoke } from "../support/runtime.ts";
 import { createUser } from "../support/sql.ts";
+import { assertOneRanOneSkipped } from "../support/jobs.ts";
 
 interface JobAnswer {
   scanned: number;
@@ -101,21 +102,24 @@ sqlTest(
   },
 );
 
-sqlTest("sync-invoices: overlapping runs are refused with 409; processor down → 503", async () => {
-  const setup = await billingSetup();
-  const { double, runtime, keys } = setup;
-  try {
-    double.failNext({ method: "GET", path: "/v1/invoices", delayMs: 300 });
-    const both = await Promise.all([
-      invoke<JobAnswer>(handler, runtime, { token: keys.schedulerToken }),
-      invoke<JobAnswer>(handler, runtime, { token: keys.schedulerToken }),
-    ]);
-    assert.deepEqual(both.map((a) => a.status).sort(), [200, 409]);
-    double.failNext({ method: "GET", path: "/v1/invoices", status: 502, times: 3 });
-    const down = await invoke<JobAnswer>(handler, runtime, { token: keys.schedulerToken });
-    assert.equal(down.status, 503);
-    assert.equal(down.body.error?.code, "upstream_unavailable");
-  } finally {
-    await setup.close();
-  }
-});
+sqlTest(
+  "sync-invoices: an overlapping start is skipped with 200; processor down → 503",
+  async () => {
+    const setup = await billingSetup();
+    const { double, runtime, keys } = setup;
+    try {
+      double.failNext({ method: "GET", path: "/v1/invoices", delayMs: 300 });
+      const both = await Promise.all([
+        invoke<JobAnswer>(handler, runtime, { token: keys.schedulerToken }),
+        invoke<JobAnswer>(handler, runtime, { token: keys.schedulerToken }),
+      ]);
+      assertOneRanOneSkipped(both);
+      double.failNext({ method: "GET", path: "/v1/invoices", status: 502, times: 3 });
+      const down = await invoke<JobAnswer>(handler, runtime, { token: keys.schedulerToken });
+      assert.equal(down.status, 503);
+      assert.equal(down.body.error?.code, "upstream_unavailable");
+    } finally {
+      await setup.close();
+    }
+  },
+);

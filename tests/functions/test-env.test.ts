@@ -33,9 +33,24 @@ sqlTest(
   },
 );
 
-sqlTest("test-env is refused to users who are not admins", async () => {
+sqlTest("test-env is refused to users who are not admins, and to the anon key", async () => {
   const res = await invoke(handler, runtime, { token: await keys.userToken(user) });
   assert.equal(res.status, 403);
   const anon = await invoke(handler, runtime, { token: keys.anonKey });
-  assert.equal(anon.status, 401);
+  assert.equal(anon.status, 403);
+  assert.equal((await invoke(handler, runtime)).status, 401);
 });
+
+sqlTest(
+  "test-env takes the anon key with LOCAL_DEV=true, as the interface's local keys say",
+  async () => {
+    const local = await testRuntime(db, { LOCAL_DEV: "true" });
+    try {
+      const res = await invoke<Report>(handler, local, { token: keys.anonKey });
+      assert.equal(res.status, 200);
+      assert.equal(res.body.database.ok, true);
+    } finally {
+      await local.close();
+    }
+  },
+);

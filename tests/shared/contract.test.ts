@@ -1,12 +1,40 @@
 import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { loadFunctions } from "../../local/functions.ts";
-import { FUNCTION_SCHEMAS, FUNCTIONS } from "../../shared/functions.ts";
+import { BUILT_FUNCTION_NAMES, FUNCTION_NAMES, FUNCTIONS } from "../../shared/functions.ts";
 
-Deno.test("every deployed function validates its body with the schema the frontend contract names", async () => {
+const functionsDir = fileURLToPath(new URL("../../supabase/functions/", import.meta.url));
+
+Deno.test("every deployed function is declared from its catalog entry: access, input and output", async () => {
   const functions = await loadFunctions();
+  assert.deepEqual([...functions.keys()].sort(), [...BUILT_FUNCTION_NAMES].sort());
   for (const [name, fn] of functions) {
-    assert.equal(fn.definition.access, FUNCTIONS[fn.definition.name].access, name);
-    const documented = (FUNCTION_SCHEMAS as Record<string, { input?: unknown }>)[name];
-    if (documented?.input) assert.equal(fn.definition.input, documented.input, name);
+    const entry = FUNCTIONS[fn.definition.name];
+    assert.equal(fn.definition.name, name);
+    assert.equal(fn.definition.access, entry.access, name);
+    assert.equal(fn.definition.group, entry.group, name);
+    assert.equal(fn.definition.input, "input" in entry ? entry.input : undefined, name);
+    assert.equal(fn.definition.output, "output" in entry ? entry.output : undefined, name);
+  }
+});
+
+Deno.test("the catalog's built flags match the function folders", () => {
+  for (const name of FUNCTION_NAMES) {
+    const folder = existsSync(`${functionsDir}${name}/handler.ts`);
+    assert.equal(FUNCTIONS[name].built, folder, `${name}: built is ${FUNCTIONS[name].built}`);
+  }
+});
+
+Deno.test("every built function documents its answer, and deal functions take a dealId", () => {
+  for (const name of BUILT_FUNCTION_NAMES) {
+    assert.ok("output" in FUNCTIONS[name], `${name} has no output schema`);
+  }
+  for (const name of FUNCTION_NAMES) {
+    const entry = FUNCTIONS[name];
+    if (entry.access !== "deal-participant") continue;
+    assert.ok("input" in entry, `${name} needs an input`);
+    const dealId = crypto.randomUUID();
+    assert.ok(entry.input.safeParse({ dealId }).success, name);
   }
 });

@@ -9,6 +9,11 @@ import { type SigningKey, signProjectKey, signUserToken } from "../../local/keys
 
 /** The HS256 secret of the test project. */
 export const TEST_JWT_SECRET = "test-jwt-secret-that-is-at-least-32-characters";
+/** The test project's URL (never contacted: its JWKS is given inline). */
+export const TEST_SUPABASE_URL = "http://127.0.0.1:9";
+/** The issuer of the test project's user tokens, as Supabase Auth sets it. */
+export const TEST_ISSUER = `${TEST_SUPABASE_URL}/auth/v1`;
+
 /** The scheduler token of the test project. */
 export const TEST_SCHEDULER_TOKEN = "test-scheduler-token-0123456789abcdefghijklmnop";
 
@@ -52,7 +57,7 @@ export function testCredentials(): Promise<TestCredentials> {
         signUserToken(signingKey, {
           sub: user.id,
           email: user.email,
-          issuer: "http://127.0.0.1/auth/v1",
+          issuer: TEST_ISSUER,
           expiresIn,
         }),
       hsUserToken: (user) =>
@@ -60,6 +65,7 @@ export function testCredentials(): Promise<TestCredentials> {
           .setProtectedHeader({ alg: "HS256", typ: "JWT" })
           .setSubject(user.id)
           .setAudience("authenticated")
+          .setIssuer(TEST_ISSUER)
           .setIssuedAt()
           .setExpirationTime("1h")
           .sign(new TextEncoder().encode(TEST_JWT_SECRET)),

@@ -7,7 +7,8 @@
 import { Runtime } from "../../supabase/functions/_shared/runtime.ts";
 import type { EdgeFunction } from "../../supabase/functions/_shared/function.ts";
 import type { TestDatabase } from "./db.ts";
-import { TEST_JWT_SECRET, testCredentials } from "./credentials.ts";
+import { ErrorBody } from "../../shared/schemas.ts";
+import { TEST_JWT_SECRET, TEST_SUPABASE_URL, testCredentials } from "./credentials.ts";
 
 /** Builds a runtime on `db`; `env` adds or overrides variables (e.g. doubles' URLs). */
 export async function testRuntime(
@@ -16,7 +17,7 @@ export async function testRuntime(
 ): Promise<Runtime> {
   const keys = await testCredentials();
   return new Runtime({
-    SUPABASE_URL: "http://127.0.0.1:9",
+    SUPABASE_URL: TEST_SUPABASE_URL,
     SUPABASE_DB_URL: db.url,
     SUPABASE_JWT_SECRET: TEST_JWT_SECRET,
     SUPABASE_JWKS: JSON.stringify(keys.jwks),
@@ -47,7 +48,11 @@ export interface InvokeOptions {
   rawBody?: string;
 }
 
-/** Calls a function's handler in-process, as the gateway would. */
+/**
+ * Calls a function's handler in-process, as the gateway would. Every answer
+ * is held to the contract: a 200 must match the function's catalog `output`
+ * schema (when it has one), any other JSON answer the error body.
+ */
 export async function invoke<T = Record<string, unknown>>(
   fn: EdgeFunction,
   runtime: Runtime,
@@ -69,5 +74,22 @@ export async function invoke<T = Record<string, unknown>>(
     }),
   );
   const text = await res.text();
-  return { status: res.status, headers: res.headers, body: (text ? JSON.parse(text) : null) as T };
+  const answer: unknown = text ? JSON.parse(text) : null;
+  checkContract(fn, res.status, answer);
+  return { status: res.status, headers: res.headers, body: answer as T };
+}
+
+/** Throws when an answer breaks the contract (see {@linkcode invoke}). */
+export function checkContract(fn: EdgeFunction, status: number, body: unknown): void {
+  if (status === 204 || body === null) return;
+  const schema = status === 200 ? fn.definition.output : ErrorBody;
+  if (!schema) return;
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) {
+    throw new Error(
+      `${fn.definition.name} answered ${status} with a body that breaks its contract: ${
+        JSON.stringify(parsed.error.issues)
+      }\n${JSON.stringify(body)}`,
+    );
+  }
 }

@@ -43,18 +43,25 @@ export async function asRole<T>(
 export interface TestUser {
   id: string;
   email: string;
+  /** Whether the address is confirmed (`email_confirmed_at` set). */
+  email_confirmed: boolean;
 }
 
-/** Inserts a user into `auth.users` (its profile follows by trigger); optionally an admin. */
+/**
+ * Inserts a user into `auth.users` (its profile follows by trigger);
+ * optionally an admin, optionally with a confirmed address.
+ */
 export async function createUser(
   pool: pg.Pool,
-  options: { email?: string; admin?: boolean; createdAt?: Date } = {},
+  options: { email?: string; admin?: boolean; createdAt?: Date; confirmed?: boolean } = {},
 ): Promise<TestUser> {
   const email = options.email ??
     `user-${crypto.randomUUID().slice(0, 8)}@example.test`;
+  const confirmed = options.confirmed ?? false;
   const { rows } = await pool.query<{ id: string }>(
-    "insert into auth.users (email, created_at) values ($1, coalesce($2, now())) returning id",
-    [email, options.createdAt ?? null],
+    `insert into auth.users (email, created_at, email_confirmed_at)
+     values ($1, coalesce($2, now()), case when $3 then now() end) returning id`,
+    [email, options.createdAt ?? null, confirmed],
   );
   const id = rows[0]!.id;
   if (options.admin) {
@@ -63,5 +70,5 @@ export async function createUser(
       [id],
     );
   }
-  return { id, email };
+  return { id, email, email_confirmed: confirmed };
 }

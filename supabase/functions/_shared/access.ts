@@ -5,6 +5,7 @@
  * @module
  */
 import type { Access } from "../../../shared/access.ts";
+import type { FunctionGroup } from "../../../shared/functions.ts";
 import type {
   AnonCaller,
   Caller,
@@ -18,12 +19,17 @@ import { HttpError } from "./errors.ts";
 
 export type { Access };
 
-/** The caller a handler sees, narrowed by its access rule. */
-export type CallerFor<A extends Access> = A extends "webhook" ? NoCaller
-  : A extends "user" | "seller" | "deal-participant" | "admin" ? UserCaller
-  : A extends "public" ? UserCaller | AnonCaller | ServiceCaller
-  : A extends "system" ? UserCaller | ServiceCaller
-  : UserCaller | AnonCaller | ServiceCaller | SchedulerCaller;
+/**
+ * The caller a handler sees, narrowed by its access rule (utilities also
+ * see the anon key, which starts them locally with `LOCAL_DEV=true`).
+ */
+export type CallerFor<A extends Access, G extends FunctionGroup = FunctionGroup> =
+  | (A extends "webhook" ? NoCaller
+    : A extends "user" | "seller" | "deal-participant" | "admin" ? UserCaller
+    : A extends "public" ? UserCaller | AnonCaller | ServiceCaller
+    : A extends "system" ? UserCaller | ServiceCaller
+    : UserCaller | AnonCaller | ServiceCaller | SchedulerCaller)
+  | (G extends "utilities" ? AnonCaller : never);
 
 /** Every access rule, for validating definitions. */
 export const ACCESS_RULES: readonly Access[] = [
@@ -37,12 +43,14 @@ export const ACCESS_RULES: readonly Access[] = [
   "webhook",
 ];
 
-function forbidden(message: string): HttpError {
-  return new HttpError(403, "forbidden", message);
+/** The facts of a function the access rules look at. */
+export interface AccessSpec {
+  access: Exclude<Access, "webhook"> | "webhook";
+  group: FunctionGroup;
 }
 
-function signInRequired(): HttpError {
-  return new HttpError(401, "unauthorized", "Cannot serve this request: sign in first");
+function forbidden(message: string): HttpError {
+  return new HttpError(403, "forbidden", message);
 }
 
 /** Whether `userId` holds the admin role (`public.has_role`). */
@@ -55,15 +63,20 @@ export async function isAdmin(ctx: Context, userId: string): Promise<boolean> {
 }
 
 /**
- * Throws 401/403 unless `caller` satisfies `access`. Rules that depend on the
- * input (deal-participant) run after validation, see {@linkcode authorizeInput}.
+ * Throws 403 unless `caller` satisfies the function's access rule. The
+ * caller's credential is already verified, so every refusal here is 403
+ * `forbidden` — a valid credential without the right (401 is only for a
+ * missing, malformed, expired or badly signed one). Rules that depend on the
+ * input (deal-participant) run after validation, see {@linkcode authorizeDeal}.
  */
-export async function authorize(
-  access: Exclude<Access, "webhook">,
-  caller: Caller,
-  ctx: Context,
-): Promise<void> {
-  switch (access) {
+export async function authorize(spec: AccessSpec, caller: Caller, ctx: Context): Promise<void> {
+  // Interface §5.2: locally the anon key starts scheduled and utility functions.
+  if (caller.kind === "anon" && ctx.env.values.LOCAL_DEV) {
+    if (spec.access === "scheduled" || spec.group === "utilities") return;
+  }
+  switch (spec.access) {
+    case "webhook":
+      return;
     case "public":
       if (caller.kind === "scheduler") {
         throw forbidden("The scheduler token may only start scheduled functions");
@@ -72,32 +85,36 @@ export async function authorize(
     case "user":
     case "seller":
     case "deal-participant":
-      if (caller.kind === "anon") throw signInRequired();
-      if (caller.kind !== "user") throw forbidden("This function is for signed-in users");
+      requireAccount(caller, "This function is for signed-in users: sign in first");
       return;
     case "admin":
-      if (caller.kind === "anon") throw signInRequired();
-      if (caller.kind !== "user" || !(await isAdmin(ctx, caller.id))) {
-        throw forbidden("This function is for admins");
-      }
+      requireAccount(caller, "This function is for admins");
+      if (!(await isAdmin(ctx, caller.id))) throw forbidden("This function is for admins");
       return;
     case "system":
       if (caller.kind === "service") return;
-      if (caller.kind === "anon") throw signInRequired();
-      if (caller.kind !== "user" || !(await isAdmin(ctx, caller.id))) {
+      requireAccount(caller, "This function is for the system and admins");
+      if (!(await isAdmin(ctx, caller.id))) {
         throw forbidden("This function is for the system and admins");
       }
       return;
     case "scheduled":
       if (caller.kind === "service" || caller.kind === "scheduler") return;
       if (caller.kind === "anon") {
-        if (ctx.env.values.LOCAL_DEV) return;
         throw forbidden("The anon key may start scheduled functions only when LOCAL_DEV=true");
       }
-      if (!(await isAdmin(ctx, caller.id))) {
+      if (caller.anonymous || !(await isAdmin(ctx, caller.id))) {
         throw forbidden("This function is for the scheduler and admins");
       }
       return;
+  }
+}
+
+/** Narrows to a user with an account (not the anon key, a service key or an anonymous sign-in). */
+function requireAccount(caller: Caller, message: string): asserts caller is UserCaller {
+  if (caller.kind !== "user") throw forbidden(message);
+  if (caller.anonymous) {
+    throw forbidden(`${message}; an anonymous session does not qualify`);
   }
 }
 

@@ -65,7 +65,9 @@ export class TokenVerifier {
         { cacheMaxAge: 10 * 60_000, cooldownDuration: 30_000, timeoutDuration: 5_000 },
       );
     }
-    this.issuer = v.SUPABASE_JWT_ISSUER;
+    // User tokens always carry the issuer; Supabase Auth's is <project URL>/auth/v1.
+    this.issuer = v.SUPABASE_JWT_ISSUER ??
+      (v.SUPABASE_URL ? `${v.SUPABASE_URL.replace(/\/+$/, "")}/auth/v1` : undefined);
     const encode = (s: string) => new TextEncoder().encode(s);
     if (v.SCHEDULER_TOKEN) this.opaque.push([encode(v.SCHEDULER_TOKEN), { kind: "scheduler" }]);
     if (v.SUPABASE_SERVICE_ROLE_KEY && !looksLikeJwt(v.SUPABASE_SERVICE_ROLE_KEY)) {
@@ -112,16 +114,20 @@ export class TokenVerifier {
     try {
       if (alg === "HS256") {
         if (!this.secret) throw unauthorized("HS256 tokens are not accepted by this project");
-        return (await jwtVerify(token, this.secret, { algorithms: ["HS256"] })).payload;
+        return (await jwtVerify(token, this.secret, VERIFY_HS256)).payload;
       }
       if (alg === "ES256" || alg === "RS256") {
         if (!this.jwks) throw unauthorized(`${alg} tokens are not accepted by this project`);
-        return (await jwtVerify(token, this.jwks, { algorithms: [alg] })).payload;
+        return (await jwtVerify(token, this.jwks, alg === "ES256" ? VERIFY_ES256 : VERIFY_RS256))
+          .payload;
       }
       throw unauthorized(`algorithm "${alg ?? "none"}" is not accepted`);
     } catch (error) {
       if (error instanceof HttpError) throw error;
       if (error instanceof joseErrors.JWTExpired) throw unauthorized("the token has expired");
+      if (error instanceof joseErrors.JWTClaimValidationFailed && error.claim === "exp") {
+        throw unauthorized("the token has no expiry (exp)");
+      }
       if (
         error instanceof joseErrors.JWKSTimeout || error instanceof joseErrors.JOSEError &&
           error.code === "ERR_JWKS_NO_MATCHING_KEY"
@@ -135,6 +141,11 @@ export class TokenVerifier {
     }
   }
 }
+
+/** Verification options: every token must carry an expiry. */
+const VERIFY_HS256 = { algorithms: ["HS256"], requiredClaims: ["exp"] };
+const VERIFY_ES256 = { algorithms: ["ES256"], requiredClaims: ["exp"] };
+const VERIFY_RS256 = { algorithms: ["RS256"], requiredClaims: ["exp"] };
 
 /** The token of a `Bearer` authorization header; 401 when absent. */
 function bearer(authorization: string | null): string {
@@ -154,11 +165,20 @@ function callerFrom(payload: JWTPayload, issuer: string | undefined): Caller {
   }
   const aud = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
   if (!aud.includes("authenticated")) throw unauthorized("the token's audience is not accepted");
-  if (issuer && payload.iss !== issuer) throw unauthorized("the token's issuer is not accepted");
+  if (issuer === undefined) {
+    throw new HttpError(
+      503,
+      "not_configured",
+      "Cannot verify user tokens: SUPABASE_URL (or SUPABASE_JWT_ISSUER) is not configured",
+      { variable: "SUPABASE_URL" },
+    );
+  }
+  if (payload.iss !== issuer) throw unauthorized("the token's issuer is not accepted");
   return {
     kind: "user",
     id: payload.sub,
     email: typeof payload.email === "string" ? payload.email : null,
+    anonymous: payload.is_anonymous === true,
     claims: { ...payload },
   };
 }

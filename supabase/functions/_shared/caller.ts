@@ -11,6 +11,8 @@ export interface UserCaller {
   id: string;
   /** The user's e-mail claim, when the token has one. */
   email: string | null;
+  /** An anonymous sign-in (`is_anonymous`): a session without an account. */
+  anonymous: boolean;
   /** All verified claims. */
   claims: Record<string, unknown>;
 }

@@ -30,8 +30,12 @@ export class Context {
     return this.runtime.database;
   }
 
-  /** The payment processor client. */
-  get payproc(): Stripe {
-    return this.runtime.payproc;
+  /**
+   * The payment processor client, loaded on first use; 503 `not_configured`
+   * without `PAYPROC_SECRET_KEY`. Never call it inside `db.tx`: read from the
+   * processor first, then write briefly.
+   */
+  payproc(): Promise<Stripe> {
+    return this.runtime.payproc();
   }
 }

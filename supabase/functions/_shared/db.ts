@@ -1,11 +1,12 @@
 /**
  * The database: a `pg` pool on `SUPABASE_DB_URL` with transactions and
  * user-scoped (RLS) execution. Session state is always transaction-local so
- * the pool works behind Supabase's transaction pooler.
+ * the pool works behind Supabase's transaction pooler. The driver is loaded
+ * when the first query runs, so functions that never query never load it.
  *
  * @module
  */
-import pg from "pg";
+import type pg from "pg";
 import { HttpError, upstreamUnavailable } from "./errors.ts";
 
 /** Values a query can take as parameters. */
@@ -38,7 +39,13 @@ export interface SqlClaims {
   [claim: string]: unknown;
 }
 
-type Queryable = pg.Pool | pg.PoolClient;
+/** Anything with `pg`'s query method: the pool, a checked-out client. */
+interface Queryable {
+  query<R extends pg.QueryResultRow>(
+    text: string,
+    params?: unknown[],
+  ): Promise<pg.QueryResult<R>>;
+}
 
 function sqlOn(target: Queryable): Sql {
   const query = async <R extends object>(text: string, params?: readonly SqlParam[]) => {
@@ -89,22 +96,38 @@ function mapDbError(error: unknown): unknown {
   return error;
 }
 
+/** Opens a pool on `url` once the driver is loaded (no connection until the first query). */
+async function openPool(url: string, max: number): Promise<pg.Pool> {
+  const { default: driver } = await import("pg");
+  const pool = new driver.Pool({
+    connectionString: url,
+    max,
+    connectionTimeoutMillis: 5_000,
+    idleTimeoutMillis: 10_000,
+    allowExitOnIdle: true,
+  });
+  pool.on("error", () => {/* an idle client died; the pool replaces it */});
+  return pool;
+}
+
 /** The pool plus transaction helpers; one per runtime. */
 export class Db implements Sql {
-  private readonly pool: pg.Pool;
+  private pool?: Promise<pg.Pool>;
+  private closed = false;
   private readonly root: Sql;
 
-  /** Opens a lazy pool (no connection until the first query). */
-  constructor(url: string, max = 5) {
-    this.pool = new pg.Pool({
-      connectionString: url,
-      max,
-      connectionTimeoutMillis: 5_000,
-      idleTimeoutMillis: 10_000,
-      allowExitOnIdle: true,
-    });
-    this.pool.on("error", () => {/* an idle client died; the pool replaces it */});
-    this.root = sqlOn(this.pool);
+  /** Prepares a pool on `url` of at most `max` connections; nothing is loaded or opened yet. */
+  constructor(private readonly url: string, private readonly max = 5) {
+    const queryable: Queryable = {
+      query: async (text, params) => (await this.connected()).query(text, params),
+    };
+    this.root = sqlOn(queryable);
+  }
+
+  private connected(): Promise<pg.Pool> {
+    if (this.closed) throw new Error("Cannot query: the database pool is closed");
+    this.pool ??= openPool(this.url, this.max);
+    return this.pool;
   }
 
   /** Runs `text` on the pool and returns its rows. */
@@ -124,7 +147,7 @@ export class Db implements Sql {
   async tx<T>(fn: (sql: Sql) => Promise<T>): Promise<T> {
     let client: pg.PoolClient;
     try {
-      client = await this.pool.connect();
+      client = await (await this.connected()).connect();
     } catch (error) {
       throw mapDbError(error);
     }
@@ -156,7 +179,10 @@ export class Db implements Sql {
   }
 
   /** Closes every connection. */
-  close(): Promise<void> {
-    return this.pool.end();
+  async close(): Promise<void> {
+    this.closed = true;
+    const pool = await this.pool;
+    this.pool = undefined;
+    await pool?.end();
   }
 }

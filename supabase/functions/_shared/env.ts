@@ -37,7 +37,7 @@ export const EnvSchema = z.object({
   PAYPROC_WEBHOOK_SECRET: optionalText,
   PAYPROC_CONNECT_WEBHOOK_SECRET: optionalText,
   PAYPROC_API_BASE: optionalUrl,
-  PAYPROC_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(8_000),
+  PAYPROC_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
   RESEND_API_KEY: optionalText,
   RESEND_BASE_URL: optionalUrl,
   EMAIL_FROM: optionalText,

@@ -1,30 +1,42 @@
 /**
  * `defineFunction`: the one factory every edge function is declared with.
- * It owns, once for all functions, CORS preflight, security headers, the POST
- * method rule, JSON parsing with a body limit, zod validation, authentication
- * and the access rule, the error model, the request id and one structured log
- * line per request. Handlers receive validated input, the caller and `ctx`.
+ * A handler names itself; its access rule and its input and output schemas
+ * come from its entry in the catalog (`shared/functions.ts`), the one source
+ * of those facts. The factory owns, once for all functions, CORS preflight,
+ * security headers, the POST method rule, JSON parsing with a body limit,
+ * zod validation, authentication and the access rule, per-caller rate
+ * limits, the error model, the request id and one structured log line per
+ * request. Handlers receive validated input, the caller and `ctx`.
  *
  * @module
  */
-import { Hono } from "hono";
+import { Hono } from "hono/quick";
 import type { z } from "zod";
-import { type FunctionName, FUNCTIONS } from "../../../shared/functions.ts";
-import { type Access, ACCESS_RULES, authorize, authorizeDeal, type CallerFor } from "./access.ts";
+import type { Access } from "../../../shared/access.ts";
+import {
+  type FunctionEntryOf,
+  type FunctionGroup,
+  type FunctionInput,
+  type FunctionName,
+  FUNCTIONS,
+} from "../../../shared/functions.ts";
+import { ACCESS_RULES, authorize, authorizeDeal, type CallerFor } from "./access.ts";
 import { DEFAULT_BODY_LIMIT, parseJsonObject, readBodyText } from "./body.ts";
 import type { Caller } from "./caller.ts";
 import { Context } from "./context.ts";
 import { HttpError } from "./errors.ts";
+import { requestIdOf } from "./headers.ts";
 import { describeError } from "./log.ts";
+import { enforceRateLimit, type RateLimit, rateLimitKey } from "./rate_limit.ts";
 import { defaultRuntime, type Runtime } from "./runtime.ts";
 import { toHttpError } from "./to_http_error.ts";
 
 /** What a handler receives. */
-export interface HandlerArgs<A extends Access, I> {
+export interface HandlerArgs<A extends Access, I, G extends FunctionGroup = FunctionGroup> {
   /** The validated body (webhooks: undefined; see `rawBody`). */
   input: I;
   /** Who is calling, narrowed by the access rule. */
-  caller: CallerFor<A>;
+  caller: CallerFor<A, G>;
   /** Per-request dependencies. */
   ctx: Context;
   /** The incoming request (its body is already read). */
@@ -33,57 +45,103 @@ export interface HandlerArgs<A extends Access, I> {
   rawBody: string;
 }
 
-/** A handler's result: a JSON value answered with 200, or a `Response` of its own. */
-export type HandlerResult = unknown;
-
-/** A function's declaration. */
-export interface FunctionDefinition<A extends Access, S extends z.ZodType | undefined> {
-  /** The function's name; must be in the catalog (`shared/functions.ts`). */
+/** The facts the factory needs about a function: its catalog entry plus its name. */
+export interface FunctionSpec<
+  A extends Access = Access,
+  S extends z.ZodType | undefined = undefined,
+  G extends FunctionGroup = FunctionGroup,
+> {
   name: FunctionName;
-  /** Who may call it; must match the catalog. */
   access: A;
-  /** Schema of the JSON body; omitted: the body must be empty or `{}`-like and is ignored. */
+  group: G;
+  /** Schema of the JSON body; absent: the body must be empty or a JSON object, and is ignored. */
   input?: S;
+  /** Schema of the answer (checked by tests, not at run time). */
+  output?: z.ZodType;
+}
+
+/** How a function works: its handler and the limits the factory applies. */
+export interface FunctionOptions<A extends Access, I, O, G extends FunctionGroup = FunctionGroup> {
   /** Body size limit in bytes (default 1 MiB). */
   bodyLimit?: number;
-  /** The work. */
-  handle(
-    args: HandlerArgs<A, S extends z.ZodType ? z.output<S> : undefined>,
-  ): Promise<HandlerResult> | HandlerResult;
+  /** At most `limit` calls per `windowSeconds` per caller (429 `rate_limited` beyond). */
+  rateLimit?: RateLimit;
+  /** The work: a JSON value answered with 200, or a `Response` of its own. */
+  handle(args: HandlerArgs<A, I, G>): Promise<O | Response> | O | Response;
 }
+
+/** What a handler of function `N` returns: what its output schema accepts. */
+export type HandlerOutput<N extends FunctionName> = FunctionEntryOf<N> extends
+  { output: infer S extends z.ZodType } ? z.input<S> : unknown;
 
 /** A declared function: a fetch handler, plus a way to run it on another runtime. */
 export interface EdgeFunction {
   /** Serves a request on the isolate's default runtime. */
   (request: Request): Promise<Response>;
-  /** The declaration. */
-  readonly definition: { name: FunctionName; access: Access; input?: z.ZodType };
+  /** The facts it was declared with. */
+  readonly definition: Readonly<FunctionSpec<Access, z.ZodType | undefined>>;
   /** A fetch handler bound to `runtime` (local server, tests). */
   with(runtime: Runtime): (request: Request) => Promise<Response>;
 }
 
-/** Declares an edge function; misdeclarations fail here, at cold start. */
-export function defineFunction<A extends Access, S extends z.ZodType | undefined = undefined>(
-  definition: FunctionDefinition<A, S>,
+/**
+ * Declares catalog function `name`: access rule and schemas come from its
+ * catalog entry. Fails at cold start when the catalog does not list it as
+ * built.
+ */
+export function defineFunction<N extends FunctionName>(
+  name: N,
+  options: FunctionOptions<
+    FunctionEntryOf<N>["access"],
+    FunctionInput<N>,
+    HandlerOutput<N>,
+    FunctionEntryOf<N>["group"]
+  >,
 ): EdgeFunction {
-  const { name, access } = definition;
-  const entry = FUNCTIONS[name];
+  const entry: FunctionEntryOf<N> = FUNCTIONS[name];
   if (!entry) throw new Error(`Cannot define function "${name}": it is not in the catalog`);
+  if (!entry.built) {
+    throw new Error(
+      `Cannot define function "${name}": the catalog lists it as not built (set built: true)`,
+    );
+  }
+  const spec = { name, ...entry } as FunctionSpec<FunctionEntryOf<N>["access"], z.ZodType>;
+  return createFunction(
+    spec,
+    options as FunctionOptions<FunctionEntryOf<N>["access"], z.output<z.ZodType>, unknown>,
+  );
+}
+
+/**
+ * The factory under {@linkcode defineFunction}, for an explicit spec (tests
+ * declare probe functions with it). Misdeclarations fail here, at cold start.
+ */
+export function createFunction<
+  A extends Access,
+  S extends z.ZodType | undefined = undefined,
+  G extends FunctionGroup = FunctionGroup,
+>(
+  spec: FunctionSpec<A, S, G>,
+  options: FunctionOptions<A, S extends z.ZodType ? z.output<S> : undefined, unknown, G>,
+): EdgeFunction {
+  const { name, access } = spec;
   if (!ACCESS_RULES.includes(access)) {
     throw new Error(`Cannot define function "${name}": unknown access "${access}"`);
   }
-  if (entry.access !== access) {
+  if (access === "deal-participant" && !spec.input) {
     throw new Error(
-      `Cannot define function "${name}": access "${access}" differs from the catalog's "${entry.access}"`,
+      `Cannot define function "${name}": a deal-participant function needs an input with dealId`,
     );
   }
-  const bodyLimit = definition.bodyLimit ?? DEFAULT_BODY_LIMIT;
+  if (options.rateLimit && (access === "webhook" || options.rateLimit.limit < 1)) {
+    throw new Error(`Cannot define function "${name}": a rate limit needs a caller and limit >= 1`);
+  }
+  const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const apps = new WeakMap<Runtime, (request: Request) => Promise<Response>>();
 
   const build = (runtime: Runtime) => {
     type Vars = { ctx: Context; caller: string; headers: Array<[string, string]>; code?: string };
     const app = new Hono<{ Variables: Vars }>();
-    const security = Object.entries(runtime.securityHeaders);
     const preflight = Object.entries(runtime.cors.preflightHeaders());
     const json = (body: unknown, status: number, headers: Array<[string, string]>) =>
       new Response(JSON.stringify(body), {
@@ -93,15 +151,11 @@ export function defineFunction<A extends Access, S extends z.ZodType | undefined
 
     app.use("*", async (c, next) => {
       const started = performance.now();
-      const requestId = c.req.header("x-request-id")?.slice(0, 100) || crypto.randomUUID();
+      const requestId = requestIdOf(c.req.raw);
       const log = runtime.log.with({ function: name, request_id: requestId });
       c.set("ctx", new Context(runtime, requestId, log));
       c.set("caller", "none");
-      c.set("headers", [
-        ...security,
-        ...runtime.cors.headersFor(c.req.header("origin") ?? null),
-        ["X-Request-Id", requestId],
-      ]);
+      c.set("headers", runtime.responseHeaders(c.req.header("origin") ?? null, requestId));
       await next();
       log.info("request", {
         method: c.req.method,
@@ -123,35 +177,23 @@ export function defineFunction<A extends Access, S extends z.ZodType | undefined
       if (access !== "webhook") {
         caller = await runtime.tokens.verify(c.req.header("authorization") ?? null);
         c.set("caller", caller.kind);
-        await authorize(access, caller, ctx);
+        await authorize(spec, caller, ctx);
+        if (options.rateLimit) {
+          await enforceRateLimit(ctx, rateLimitKey(name, caller), options.rateLimit);
+        }
       }
       const rawBody = await readBodyText(c.req.raw, bodyLimit);
       let input: unknown = undefined;
       if (access !== "webhook") {
-        const json = parseJsonObject(rawBody);
-        if (definition.input) {
-          const parsed = definition.input.safeParse(json);
-          if (!parsed.success) {
-            throw new HttpError(
-              400,
-              "invalid_input",
-              "Cannot accept the request body: it does not match the expected shape",
-              parsed.error.issues.map((issue) => ({
-                path: issue.path.map(String).join("."),
-                code: issue.code,
-                message: issue.message,
-              })),
-            );
-          }
-          input = parsed.data;
-        }
+        const body = parseJsonObject(rawBody);
+        if (spec.input) input = validate(spec.input, body);
       }
       if (access === "deal-participant" && caller.kind === "user") {
         await authorizeDeal(caller, input, ctx);
       }
-      const result = await definition.handle({
+      const result = await options.handle({
         input: input as never,
-        caller: caller as CallerFor<A>,
+        caller: caller as CallerFor<A, G>,
         ctx,
         request: c.req.raw,
         rawBody,
@@ -203,9 +245,23 @@ export function defineFunction<A extends Access, S extends z.ZodType | undefined
   };
 
   const edge = ((request: Request) => bound(defaultRuntime())(request)) as EdgeFunction;
-  Object.defineProperty(edge, "definition", {
-    value: { name, access, input: definition.input },
-  });
+  Object.defineProperty(edge, "definition", { value: Object.freeze({ ...spec }) });
   Object.defineProperty(edge, "with", { value: bound });
   return edge;
+}
+
+/** The body parsed by `schema`; 400 `invalid_input` listing zod's issues otherwise. */
+function validate(schema: z.ZodType, body: unknown): unknown {
+  const parsed = schema.safeParse(body);
+  if (parsed.success) return parsed.data;
+  throw new HttpError(
+    400,
+    "invalid_input",
+    "Cannot accept the request body: it does not match the expected shape",
+    parsed.error.issues.map((issue) => ({
+      path: issue.path.map(String).join("."),
+      code: issue.code,
+      message: issue.message,
+    })),
+  );
 }

@@ -79,3 +79,8 @@ export class CorsPolicy {
     };
   }
 }
+
+/** The request id of a request: the caller's `X-Request-Id` (at most 100 characters), else a new one. */
+export function requestIdOf(request: Request): string {
+  return request.headers.get("x-request-id")?.slice(0, 100) || crypto.randomUUID();
+}

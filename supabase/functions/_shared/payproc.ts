@@ -1,25 +1,48 @@
 /**
- * The payment processor client (the `stripe` SDK on its fetch HTTP client)
- * and the mapping of its failures to our error model.
+ * The payment processor client (the `stripe` SDK on its fetch HTTP client),
+ * loaded on first use, and the mapping of its failures to our error model.
+ * Nothing here imports the SDK at cold start: a function that never talks to
+ * the processor never loads it (and then no processor error can exist, which
+ * is why {@linkcode isPayprocError} may answer false until it is loaded).
  *
  * @module
  */
-import Stripe from "stripe";
+import type Stripe from "stripe";
 import type { Env } from "./env.ts";
 import { HttpError, upstreamUnavailable } from "./errors.ts";
+import { registerErrorMapper } from "./to_http_error.ts";
 
 /** The processor API version this code and the test double are built for. */
 export const PAYPROC_API_VERSION = "2026-10-28.endive" as const;
 
-/** Builds a client from `PAYPROC_SECRET_KEY` (503 when unset) and `PAYPROC_API_BASE`. */
-export function createPayprocClient(env: Env): Stripe {
+/** The SDK's module: its client class, error classes and webhook helpers. */
+export type PayprocSdk = typeof Stripe;
+
+let sdk: PayprocSdk | undefined;
+let loading: Promise<PayprocSdk> | undefined;
+
+/** Loads the SDK once per isolate (and registers its error mapping). */
+export function loadPayprocSdk(): Promise<PayprocSdk> {
+  loading ??= import("stripe").then((module) => {
+    sdk = module.default;
+    registerErrorMapper((error) => isPayprocError(error) ? payprocHttpError(error) : undefined);
+    return sdk;
+  });
+  return loading;
+}
+
+/**
+ * Builds a client from `PAYPROC_SECRET_KEY` (503 when unset) and
+ * `PAYPROC_API_BASE`. Every call has a timeout (`PAYPROC_TIMEOUT_MS`) and one
+ * retry, which the SDK sends with the same idempotency key.
+ */
+export async function createPayprocClient(env: Env): Promise<Stripe> {
   const key = env.require("PAYPROC_SECRET_KEY");
+  const Sdk = await loadPayprocSdk();
   const config: Stripe.StripeConfig = {
     apiVersion: PAYPROC_API_VERSION,
-    httpClient: Stripe.createFetchHttpClient(),
+    httpClient: Sdk.createFetchHttpClient(),
     timeout: env.values.PAYPROC_TIMEOUT_MS,
-    // One retry (the SDK reuses the idempotency key): a processor outage costs a
-    // caller at most about two timeouts, never a hanging request.
     maxNetworkRetries: 1,
     appInfo: { name: "marketplace-backend" },
   };
@@ -30,15 +53,17 @@ export function createPayprocClient(env: Env): Stripe {
     config.protocol = url.protocol === "http:" ? "http" : "https";
     config.port = url.port ? Number(url.port) : url.protocol === "http:" ? 80 : 443;
   }
-  return new Stripe(key, config);
+  return new Sdk(key, config);
 }
 
-/** Webhook signature verification that works on Deno's WebCrypto. */
-export const payprocCryptoProvider = Stripe.createSubtleCryptoProvider();
+/** Whether `PAYPROC_SECRET_KEY` is a live-mode key (`sk_live_…`, `rk_live_…`). */
+export function isLiveKey(key: string): boolean {
+  return /^(sk|rk)_live_/.test(key);
+}
 
-/** True for errors thrown by the processor SDK. */
+/** True for errors thrown by the processor SDK (false while it is not loaded: none can exist). */
 export function isPayprocError(error: unknown): error is Stripe.errors.StripeError {
-  return error instanceof Stripe.errors.StripeError;
+  return sdk !== undefined && error instanceof sdk.errors.StripeError;
 }
 
 /**
@@ -49,9 +74,10 @@ export function isPayprocError(error: unknown): error is Stripe.errors.StripeErr
  */
 export function payprocHttpError(error: Stripe.errors.StripeError): HttpError {
   const status = error.statusCode ?? 0;
+  const errors = sdk!.errors; // loaded: `error` is one of its errors
   if (
-    error instanceof Stripe.errors.StripeConnectionError ||
-    error instanceof Stripe.errors.StripeRateLimitError || status === 0 || status >= 500
+    error instanceof errors.StripeConnectionError || error instanceof errors.StripeRateLimitError ||
+    status === 0 || status >= 500
   ) {
     return upstreamUnavailable("payment processor", error.type);
   }

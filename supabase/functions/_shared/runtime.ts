@@ -4,13 +4,17 @@
  * isolate in production; tests and the local server build their own and hand
  * it to handlers with `handler.with(runtime)`.
  *
+ * Heavy dependencies load on first use, not at cold start: the database
+ * driver when the first query runs, the processor SDK when a handler first
+ * asks for the client. A function that needs neither never loads them.
+ *
  * @module
  */
 import type Stripe from "stripe";
 import { TokenVerifier } from "./auth.ts";
 import { Db } from "./db.ts";
 import { Env } from "./env.ts";
-import { CorsPolicy, securityHeaders } from "./headers.ts";
+import { CorsPolicy, type HeaderPairs, securityHeaders } from "./headers.ts";
 import { Logger, type LogSink } from "./log.ts";
 import { createPayprocClient } from "./payproc.ts";
 
@@ -26,9 +30,10 @@ export class Runtime {
   readonly cors: CorsPolicy;
   /** Named caches that live as long as the isolate (e.g. price ids). */
   readonly caches = new Map<string, unknown>();
+  private readonly securityPairs: HeaderPairs;
   private db?: Db;
   private verifier?: TokenVerifier;
-  private payprocClient?: Stripe;
+  private payprocClient?: Promise<Stripe>;
 
   /** Validates `source` (fails on malformed values, never on missing secrets). */
   constructor(source: Record<string, string | undefined>, options: { logSink?: LogSink } = {}) {
@@ -37,7 +42,16 @@ export class Runtime {
     this.securityHeaders = Object.freeze(
       securityHeaders({ supabaseUrl: this.env.values.SUPABASE_URL }),
     );
+    this.securityPairs = Object.entries(this.securityHeaders);
     this.cors = new CorsPolicy(this.env.values.ALLOWED_ORIGINS);
+  }
+
+  /**
+   * The headers of every answer, a function's or the local gateway's own:
+   * the security set, CORS for `origin`, and the request id.
+   */
+  responseHeaders(origin: string | null, requestId: string): HeaderPairs {
+    return [...this.securityPairs, ...this.cors.headersFor(origin), ["X-Request-Id", requestId]];
   }
 
   /** The database; 503 `not_configured` without `SUPABASE_DB_URL`. */
@@ -53,7 +67,8 @@ export class Runtime {
   }
 
   /** The payment processor client; 503 `not_configured` without `PAYPROC_SECRET_KEY`. */
-  get payproc(): Stripe {
+  payproc(): Promise<Stripe> {
+    this.env.require("PAYPROC_SECRET_KEY");
     this.payprocClient ??= createPayprocClient(this.env);
     return this.payprocClient;
   }

@@ -1,22 +1,20 @@
 /**
  * `auto-fix-subscription-dates` (scheduled, daily): `fix-subscription-dates`
  * for every row that mirrors a processor subscription, reading the processor
- * a page at a time; `dryRun` only counts. Guarded against overlapping runs
- * (409); answers the counts, or 500 `partial_failure` listing failed rows.
+ * a page at a time (each page before any write); `dryRun` only counts. A
+ * start while a run is in progress answers 200 `skipped`; a run answers the
+ * counts, or 500 `partial_failure` listing failed rows.
  *
  * @module
  */
-import { AutoFixSubscriptionDatesInput } from "../../../shared/schemas.ts";
-import { runGuardedJob } from "../_shared/billing/job_guard.ts";
 import { fixPeriod, type PeriodFix } from "../_shared/billing/period_fix.ts";
-import { orNullIfMissing } from "../_shared/billing/processor.ts";
 import { forEachSubscriptionPage } from "../_shared/billing/subscription_pages.ts";
+import { readSubscription } from "../_shared/billing/subscription_sync.ts";
 import { defineFunction } from "../_shared/function.ts";
+import { runGuardedJob } from "../_shared/jobs/guard.ts";
+import { ourPlans } from "../_shared/plan_prices.ts";
 
-export default defineFunction({
-  name: "auto-fix-subscription-dates",
-  access: "scheduled",
-  input: AutoFixSubscriptionDatesInput,
+export default defineFunction("auto-fix-subscription-dates", {
   handle({ input, ctx }) {
     const dryRun = input.dryRun;
     return runGuardedJob(ctx, "auto-fix-subscription-dates", { dryRun }, async (tally) => {
@@ -26,6 +24,7 @@ export default defineFunction({
            where source = 'payproc' and payproc_subscription_id is not null`,
         )).map((r) => [r.payproc_subscription_id, r.user_id]),
       );
+      const plans = await ourPlans(ctx);
       const record = (fix: PeriodFix | undefined) => {
         if (!fix?.changed) return;
         if (fix.written || dryRun) tally.changed++;
@@ -37,10 +36,11 @@ export default defineFunction({
           if (userId === undefined) continue;
           rows.delete(subscription.id);
           tally.scanned++;
+          const read = { subscription, readAt, plans };
           record(
             await tally.attempt(
               subscription.id,
-              () => ctx.db.tx((sql) => fixPeriod(ctx, sql, userId, subscription, readAt, dryRun)),
+              () => ctx.db.tx((sql) => fixPeriod(sql, userId, read, dryRun)),
             ),
           );
         }
@@ -49,17 +49,13 @@ export default defineFunction({
         tally.scanned++;
         record(
           await tally.attempt(subscriptionId, async () => {
-            const readAt = new Date();
-            const subscription = await orNullIfMissing(
-              ctx.payproc.subscriptions.retrieve(subscriptionId),
-            );
-            if (!subscription) {
+            const current = await readSubscription(ctx, subscriptionId);
+            if (!current) {
               tally.count("missing");
               return undefined;
             }
-            return await ctx.db.tx((sql) =>
-              fixPeriod(ctx, sql, userId, subscription, readAt, dryRun)
-            );
+            const read = { ...current, plans };
+            return await ctx.db.tx((sql) => fixPeriod(sql, userId, read, dryRun));
           }),
         );
       }

@@ -1,9 +1,10 @@
 /**
- * `check-subscription` (signed-in user): reconciles the caller's
- * subscription with the processor — through the stored customer, else one
- * found by our metadata or by e-mail (never one that names another user) —
- * and answers `{ subscribed, subscription_level, subscription_status,
- * subscription_end }` where the level is the plan in effect.
+ * `check-subscription` (signed-in user, at most 10 calls a minute): reconciles
+ * the caller's subscription with the processor — through the stored
+ * customer, else one carrying our `user_id` metadata (never one found only
+ * by e-mail: see `customers.ts`) — and answers `{ subscribed,
+ * subscription_level, subscription_status, subscription_end }` where the
+ * level is the plan in effect.
  *
  * @module
  */
@@ -17,26 +18,27 @@ import {
 import { syncSubscription } from "../_shared/billing/subscription_sync.ts";
 import { findUser } from "../_shared/billing/users.ts";
 import { defineFunction } from "../_shared/function.ts";
+import { ourPlans } from "../_shared/plan_prices.ts";
 
-export default defineFunction({
-  name: "check-subscription",
-  access: "user",
+export default defineFunction("check-subscription", {
+  // Several processor calls per request: a client polling in a loop is slowed, not served.
+  rateLimit: { limit: 10, windowSeconds: 60 },
   async handle({ caller, ctx }) {
-    const email = caller.email ?? (await findUser(ctx.db, { userId: caller.id }))?.email ?? null;
-    const user = { id: caller.id, email };
+    const user = await findUser(ctx.db, { userId: caller.id }) ??
+      { id: caller.id, email: null, email_confirmed: false };
     const found = await findCustomer(ctx, user);
     if (found) {
       if (found.via !== "stored") await linkCustomer(ctx.db, user.id, found.customer.id);
+      const payproc = await ctx.payproc();
       const readAt = new Date();
-      const listed = await ctx.payproc.subscriptions.list({
+      const listed = await payproc.subscriptions.list({
         customer: found.customer.id,
         status: "all",
         limit: 20,
+        expand: ["data.customer"],
       });
-      const best = chooseSubscription(listed.data);
-      if (best) {
-        await ctx.db.tx((sql) => syncSubscription(ctx, sql, best, { userId: user.id, readAt }));
-      }
+      const best = chooseSubscription(listed.data, await ourPlans(ctx));
+      if (best) await syncSubscription(ctx, best, { userId: user.id, readAt });
     }
     await expireGrants(ctx.db, user.id);
     const [row, plan] = await Promise.all([

@@ -8,7 +8,6 @@
  *
  * @module
  */
-import { CreateCheckoutInput } from "../../../shared/schemas.ts";
 import { ensureCustomer } from "../_shared/billing/customers.ts";
 import { allowedRedirectOrigins, checkRedirect, siteUrl } from "../_shared/billing/redirects.ts";
 import { type SubscriptionRow, subscriptionRow } from "../_shared/billing/subscription_rows.ts";
@@ -18,7 +17,7 @@ import { findUser } from "../_shared/billing/users.ts";
 import type { Context } from "../_shared/context.ts";
 import { conflict, HttpError, invalidInput } from "../_shared/errors.ts";
 import { defineFunction } from "../_shared/function.ts";
-import { planPrices } from "../_shared/plan_prices.ts";
+import { ourPlans } from "../_shared/plan_prices.ts";
 
 /** Statuses of a paid subscription a new checkout would duplicate (incomplete may retry). */
 const PAYING = LIVE_STATUSES.filter((status) => status !== "incomplete");
@@ -26,13 +25,10 @@ const PAYING = LIVE_STATUSES.filter((status) => status !== "incomplete");
 /** How long a repeated identical request returns the same session (double clicks). */
 const SESSION_REUSE_MS = 60_000;
 
-export default defineFunction({
-  name: "create-checkout",
-  access: "user",
-  input: CreateCheckoutInput,
+export default defineFunction("create-checkout", {
   async handle({ input, caller, ctx }) {
-    const prices = await planPrices(ctx);
-    if (![...prices.values()].includes(input.priceId)) {
+    const { priceIdByKey } = await ourPlans(ctx);
+    if (![...priceIdByKey.values()].includes(input.priceId)) {
       throw invalidInput(
         `Cannot create a checkout: price "${input.priceId}" is not one of our plans`,
       );
@@ -54,11 +50,13 @@ export default defineFunction({
     );
     refuseIfPaying(await subscriptionRow(ctx.db, caller.id));
 
-    const email = caller.email ?? (await findUser(ctx.db, { userId: caller.id }))?.email ?? null;
-    const { customer } = await ensureCustomer(ctx, { id: caller.id, email });
+    const user = await findUser(ctx.db, { userId: caller.id }) ??
+      { id: caller.id, email: caller.email, email_confirmed: false };
+    const { customer } = await ensureCustomer(ctx, user);
     await refuseIfPayingAtProcessor(ctx, caller.id, customer.id);
 
-    const session = await ctx.payproc.checkout.sessions.create(
+    const payproc = await ctx.payproc();
+    const session = await payproc.checkout.sessions.create(
       {
         mode: "subscription",
         customer: customer.id,
@@ -100,11 +98,16 @@ function refuseIfPaying(row: SubscriptionRow | null): void {
 
 /** A subscription our webhook has not mirrored yet still counts (and is mirrored now). */
 async function refuseIfPayingAtProcessor(ctx: Context, userId: string, customer: string) {
+  const payproc = await ctx.payproc();
   const readAt = new Date();
-  const listed = await ctx.payproc.subscriptions.list({ customer, limit: 10 });
+  const listed = await payproc.subscriptions.list({
+    customer,
+    limit: 10,
+    expand: ["data.customer"],
+  });
   const paying = listed.data.find((s) => PAYING.includes(s.status));
   if (!paying) return;
-  await ctx.db.tx((sql) => syncSubscription(ctx, sql, paying, { userId, readAt }));
+  await syncSubscription(ctx, paying, { userId, readAt });
   throw alreadySubscribed();
 }
 

@@ -17,16 +17,15 @@ function noCustomer() {
   return notFound("Cannot open the billing portal: you have no billing account yet");
 }
 
-export default defineFunction({
-  name: "customer-portal",
-  access: "user",
+export default defineFunction("customer-portal", {
   async handle({ caller, ctx }) {
     const customer = await storedCustomerId(ctx.db, caller.id);
     if (!customer) throw noCustomer();
     const returnUrl = ctx.env.require("SITE_URL");
     const bucket = Math.floor(Date.now() / SESSION_REUSE_MS);
+    const payproc = await ctx.payproc();
     try {
-      const session = await ctx.payproc.billingPortal.sessions.create(
+      const session = await payproc.billingPortal.sessions.create(
         { customer, return_url: returnUrl },
         { idempotencyKey: `portal:${caller.id}:${customer}:${bucket}` },
       );

@@ -6,18 +6,15 @@
  *
  * @module
  */
-import { FixSubscriptionDatesInput } from "../../../shared/schemas.ts";
 import { fixPeriod } from "../_shared/billing/period_fix.ts";
 import { subscriptionRow } from "../_shared/billing/subscription_rows.ts";
+import { readSubscription } from "../_shared/billing/subscription_sync.ts";
 import { findUser } from "../_shared/billing/users.ts";
-import { orNullIfMissing } from "../_shared/billing/processor.ts";
 import { notFound } from "../_shared/errors.ts";
 import { defineFunction } from "../_shared/function.ts";
+import { ourPlans } from "../_shared/plan_prices.ts";
 
-export default defineFunction({
-  name: "fix-subscription-dates",
-  access: "admin",
-  input: FixSubscriptionDatesInput,
+export default defineFunction("fix-subscription-dates", {
   async handle({ input, ctx }) {
     const user = await findUser(ctx.db, input);
     if (!user) throw notFound(`Cannot fix dates: no user "${input.userId ?? input.email}"`);
@@ -26,16 +23,14 @@ export default defineFunction({
     if (!subscriptionId) {
       throw notFound(`Cannot fix dates: user "${user.id}" has no processor subscription`);
     }
-    const readAt = new Date();
-    const subscription = await orNullIfMissing(ctx.payproc.subscriptions.retrieve(subscriptionId));
-    if (!subscription) {
+    const current = await readSubscription(ctx, subscriptionId);
+    if (!current) {
       throw notFound(
         `Cannot fix dates: subscription "${subscriptionId}" does not exist at the processor`,
       );
     }
-    const fix = await ctx.db.tx((sql) =>
-      fixPeriod(ctx, sql, user.id, subscription, readAt, input.dryRun)
-    );
+    const read = { ...current, plans: await ourPlans(ctx) };
+    const fix = await ctx.db.tx((sql) => fixPeriod(sql, user.id, read, input.dryRun));
     return { dryRun: input.dryRun, ...fix };
   },
 });

@@ -1,37 +1,34 @@
 /**
  * `fix-user-subscription` (admin): for a user (`userId` or `email`), finds
- * the processor customer (stored, our metadata, or e-mail when it names no
- * other user), repairs the user ↔ customer link on both sides, mirrors the
- * customer's best subscription (or ends a link to one that no longer
- * exists), and reports the actions and the row before and after.
+ * the processor customer (stored, our metadata, or — here only — the user's
+ * confirmed e-mail, when that customer names no other user), repairs the
+ * user ↔ customer link on both sides, mirrors the customer's best
+ * subscription (or ends a link to one that no longer exists), and reports
+ * the actions and the row before and after.
  *
  * @module
  */
-import { FixUserSubscriptionInput } from "../../../shared/schemas.ts";
 import { findCustomer, linkCustomer, tagCustomer } from "../_shared/billing/customers.ts";
-import { orNullIfMissing } from "../_shared/billing/processor.ts";
-import { markGone } from "../_shared/billing/subscription_jobs.ts";
+import { markGone } from "../_shared/billing/subscription_gone.ts";
 import {
   changedFields,
   describeRow,
   subscriptionRow,
 } from "../_shared/billing/subscription_rows.ts";
 import { chooseSubscription } from "../_shared/billing/subscription_state.ts";
-import { syncSubscription } from "../_shared/billing/subscription_sync.ts";
+import { readSubscription, syncSubscription } from "../_shared/billing/subscription_sync.ts";
 import { findUser } from "../_shared/billing/users.ts";
 import { notFound } from "../_shared/errors.ts";
 import { defineFunction } from "../_shared/function.ts";
+import { ourPlans } from "../_shared/plan_prices.ts";
 
-export default defineFunction({
-  name: "fix-user-subscription",
-  access: "admin",
-  input: FixUserSubscriptionInput,
+export default defineFunction("fix-user-subscription", {
   async handle({ input, ctx }) {
     const user = await findUser(ctx.db, input);
     if (!user) throw notFound(`Cannot repair: no user "${input.userId ?? input.email}"`);
     const before = await subscriptionRow(ctx.db, user.id);
     const actions: string[] = [];
-    const found = await findCustomer(ctx, user);
+    const found = await findCustomer(ctx, user, { byEmail: true });
     let subscriptionId: string | null = null;
     if (found) {
       if (await linkCustomer(ctx.db, user.id, found.customer.id)) actions.push("linked_customer");
@@ -41,33 +38,33 @@ export default defineFunction({
       } else if (found.via === "email") {
         actions.push("tagged_customer");
       }
+      const payproc = await ctx.payproc();
       const readAt = new Date();
-      const listed = await ctx.payproc.subscriptions.list({
+      const listed = await payproc.subscriptions.list({
         customer: found.customer.id,
         status: "all",
         limit: 100,
+        expand: ["data.customer"],
       });
-      const best = chooseSubscription(listed.data);
+      const best = chooseSubscription(listed.data, await ourPlans(ctx));
       if (best) {
         subscriptionId = best.id;
-        const result = await ctx.db.tx((sql) =>
-          syncSubscription(ctx, sql, best, { userId: user.id, readAt })
-        );
+        const result = await syncSubscription(ctx, best, { userId: user.id, readAt });
         actions.push(result.result === "changed" ? "synced_subscription" : `sync_${result.result}`);
       }
     }
     const linked = (await subscriptionRow(ctx.db, user.id))?.payproc_subscription_id;
     if (linked && linked !== subscriptionId) {
-      const readAt = new Date();
-      const stored = await orNullIfMissing(ctx.payproc.subscriptions.retrieve(linked));
-      if (stored === null) {
+      const current = await readSubscription(ctx, linked);
+      if (current === null) {
         if (await ctx.db.tx((sql) => markGone(sql, linked))) {
           actions.push("ended_missing_subscription");
         }
       } else {
-        const result = await ctx.db.tx((sql) =>
-          syncSubscription(ctx, sql, stored, { userId: user.id, readAt })
-        );
+        const result = await syncSubscription(ctx, current.subscription, {
+          userId: user.id,
+          readAt: current.readAt,
+        });
         actions.push(
           result.result === "changed" ? "synced_linked_subscription" : `sync_${result.result}`,
         );

@@ -5,22 +5,18 @@
  * @module
  */
 import { PLAN_INTERVAL_KEYS } from "../../../shared/plans.ts";
-import { GetPriceIdInput } from "../../../shared/schemas.ts";
 import { invalidInput } from "../_shared/errors.ts";
 import { defineFunction } from "../_shared/function.ts";
-import { planPrices } from "../_shared/plan_prices.ts";
+import { ourPlans } from "../_shared/plan_prices.ts";
 
-export default defineFunction({
-  name: "get-price-id",
-  access: "public",
-  input: GetPriceIdInput,
+export default defineFunction("get-price-id", {
   async handle({ input, ctx }) {
     if (!(PLAN_INTERVAL_KEYS as readonly string[]).includes(input.plan)) {
       throw invalidInput(`Cannot find a price: plan "${input.plan}" is not one of our plans`, {
         plans: PLAN_INTERVAL_KEYS,
       });
     }
-    const priceId = (await planPrices(ctx)).get(input.plan);
+    const priceId = (await ourPlans(ctx)).priceIdByKey.get(input.plan);
     if (!priceId) {
       throw invalidInput(`Cannot find a price: plan "${input.plan}" has no active price`);
     }

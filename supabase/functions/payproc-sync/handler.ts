@@ -1,18 +1,17 @@
 /**
  * `payproc-sync` (scheduled, hourly): brings `subscriptions` in line with the
  * processor's live subscriptions (and re-reads rows it did not list), expires
- * grants past their end. Guarded against overlapping runs (409); answers the
- * counts, or 500 `partial_failure` listing the items that failed.
+ * grants past their end. A start while a run is in progress answers 200
+ * `skipped`; a run answers the counts, or 500 `partial_failure` listing the
+ * items that failed.
  *
  * @module
  */
-import { runGuardedJob } from "../_shared/billing/job_guard.ts";
 import { syncSubscriptions } from "../_shared/billing/subscription_jobs.ts";
 import { defineFunction } from "../_shared/function.ts";
+import { runGuardedJob } from "../_shared/jobs/guard.ts";
 
-export default defineFunction({
-  name: "payproc-sync",
-  access: "scheduled",
+export default defineFunction("payproc-sync", {
   handle({ ctx }) {
     return runGuardedJob(ctx, "payproc-sync", {}, (tally) => syncSubscriptions(ctx, tally, "live"));
   },

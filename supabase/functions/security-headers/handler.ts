@@ -6,9 +6,7 @@
  */
 import { defineFunction } from "../_shared/function.ts";
 
-export default defineFunction({
-  name: "security-headers",
-  access: "public",
+export default defineFunction("security-headers", {
   handle({ ctx }) {
     return { headers: { ...ctx.runtime.securityHeaders } };
   },

@@ -7,18 +7,17 @@
  *
  * @module
  */
-import { SetStarterSubscriptionsInput } from "../../../shared/schemas.ts";
-import { classifyCohort, grantStarter } from "../_shared/billing/grants.ts";
+import { classifyCohort, type GrantSkipReason, grantStarter } from "../_shared/billing/grants.ts";
 import { invalidInput } from "../_shared/errors.ts";
 import { defineFunction } from "../_shared/function.ts";
+
+/** Why a member was not granted: the cohort's reasons, or a change made meanwhile. */
+type Skip = { userId: string; reason: GrantSkipReason | "changed_concurrently" };
 
 /** The largest cohort one call grants. */
 const MAX_COHORT = 5000;
 
-export default defineFunction({
-  name: "set-starter-subscriptions",
-  access: "admin",
-  input: SetStarterSubscriptionsInput,
+export default defineFunction("set-starter-subscriptions", {
   async handle({ input, ctx }) {
     return await ctx.db.tx(async (sql) => {
       const members = await classifyCohort(sql, input, MAX_COHORT + 1);
@@ -30,7 +29,7 @@ export default defineFunction({
       const eligible = members.filter((m) => m.skip === null).map((m) => m.user_id);
       const granted = input.dryRun ? eligible : await grantStarter(sql, eligible, input.days);
       const grantedSet = new Set(granted);
-      const skipped = members.flatMap((m) =>
+      const skipped = members.flatMap((m): Skip[] =>
         m.skip !== null
           ? [{ userId: m.user_id, reason: m.skip }]
           : grantedSet.has(m.user_id)

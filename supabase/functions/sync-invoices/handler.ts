@@ -1,18 +1,16 @@
 /**
  * `sync-invoices` (scheduled, every 6 h): processor invoices into `invoices`
- * from a stored cursor. Guarded against overlapping runs (409); answers the
- * counts, or 500 `partial_failure` listing the invoices that failed (the
- * cursor then stays, so they are retried).
+ * from a stored cursor. A start while a run is in progress answers 200
+ * `skipped`; a run answers the counts, or 500 `partial_failure` listing the
+ * invoices that failed (the cursor then stays, so they are retried).
  *
  * @module
  */
 import { SYNC_INVOICES_JOB, syncInvoices } from "../_shared/billing/invoice_jobs.ts";
-import { runGuardedJob } from "../_shared/billing/job_guard.ts";
 import { defineFunction } from "../_shared/function.ts";
+import { runGuardedJob } from "../_shared/jobs/guard.ts";
 
-export default defineFunction({
-  name: "sync-invoices",
-  access: "scheduled",
+export default defineFunction("sync-invoices", {
   handle({ ctx }) {
     return runGuardedJob(ctx, SYNC_INVOICES_JOB, {}, (tally) => syncInvoices(ctx, tally));
   },

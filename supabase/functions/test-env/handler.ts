@@ -10,9 +10,7 @@ import { defineFunction } from "../_shared/function.ts";
 /** Variables with a default are always "set"; report only those that can be missing. */
 const REPORTED = Object.keys(EnvSchema.shape) as Array<keyof typeof EnvSchema.shape>;
 
-export default defineFunction({
-  name: "test-env",
-  access: "admin",
+export default defineFunction("test-env", {
   async handle({ ctx }) {
     const variables = Object.fromEntries(REPORTED.map((name) => [name, ctx.env.has(name)]));
     const started = performance.now();

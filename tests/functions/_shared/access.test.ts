@@ -1,11 +1,18 @@
 import assert from "node:assert/strict";
 import { exportJWK, generateKeyPair, SignJWT, UnsecuredJWT } from "jose";
-import { defineFunction, type EdgeFunction } from "../../../supabase/functions/_shared/function.ts";
+import { createFunction, type EdgeFunction } from "../../../supabase/functions/_shared/function.ts";
+import type { Access } from "../../../shared/access.ts";
+import type { FunctionGroup, FunctionName } from "../../../shared/functions.ts";
 import type { Runtime } from "../../../supabase/functions/_shared/runtime.ts";
 import { DealIdInput } from "../../../shared/schemas.ts";
 import { createTestDatabase, sqlTest } from "../../support/db.ts";
 import { createUser } from "../../support/sql.ts";
-import { newSigningKey, testCredentials } from "../../support/credentials.ts";
+import {
+  newSigningKey,
+  TEST_ISSUER,
+  TEST_JWT_SECRET,
+  testCredentials,
+} from "../../support/credentials.ts";
 import { invoke, testRuntime } from "../../support/runtime.ts";
 import { signUserToken } from "../../../local/keys.ts";
 
@@ -15,27 +22,30 @@ const runtime = await testRuntime(db);
 const localDev = await testRuntime(db, { LOCAL_DEV: "true" });
 
 /** One probe per access rule, each echoing the caller it was given. */
-const echo = (
-  name: Parameters<typeof defineFunction>[0]["name"],
-  access: Parameters<typeof defineFunction>[0]["access"],
-) => defineFunction({ name, access, handle: ({ caller }) => ({ caller: caller.kind }) });
+const echo = (name: FunctionName, access: Exclude<Access, "webhook">, group: FunctionGroup) =>
+  createFunction({ name, access, group }, { handle: ({ caller }) => ({ caller: caller.kind }) });
 const probes: Record<string, EdgeFunction> = {
-  public: echo("get-price-id", "public"),
-  user: echo("check-subscription", "user"),
-  seller: echo("connect-onboarding-link", "seller"),
-  admin: echo("test-env", "admin"),
-  scheduled: echo("run-price-alerts", "scheduled"),
-  system: echo("send-email", "system"),
+  public: echo("get-price-id", "public", "billing"),
+  user: echo("check-subscription", "user", "billing"),
+  seller: echo("connect-onboarding-link", "seller", "onboarding"),
+  admin: echo("release-deal-payout", "admin", "deals"),
+  utility: echo("test-env", "admin", "utilities"),
+  scheduled: echo("run-price-alerts", "scheduled", "schedulers"),
+  system: echo("send-email", "system", "notifications"),
 };
-const dealProbe = defineFunction({
+const dealProbe = createFunction({
   name: "create-deal-payment",
   access: "deal-participant",
+  group: "deals",
   input: DealIdInput,
+}, {
   handle: ({ caller, input }) => ({ caller: caller.id, deal: input.dealId }),
 });
-const webhookProbe = defineFunction({
+const webhookProbe = createFunction({
   name: "payproc-webhook",
   access: "webhook",
+  group: "billing",
+}, {
   handle: ({ caller, rawBody }) => ({ caller: caller.kind, rawBody }),
 });
 
@@ -58,14 +68,19 @@ async function statusOf(rule: string, who: Who, rt: Runtime = runtime): Promise<
   return res.status;
 }
 
-/** Expected status per rule and caller (200 = allowed). */
+/**
+ * Expected status per rule and caller (200 = allowed). 401 only for a missing
+ * or invalid credential; a valid one without the right (the anon key
+ * included) is 403.
+ */
 const matrix: Record<string, Record<Who, number>> = {
   public: { none: 401, anon: 200, service: 200, scheduler: 403, user: 200, admin: 200 },
-  user: { none: 401, anon: 401, service: 403, scheduler: 403, user: 200, admin: 200 },
-  seller: { none: 401, anon: 401, service: 403, scheduler: 403, user: 200, admin: 200 },
-  admin: { none: 401, anon: 401, service: 403, scheduler: 403, user: 403, admin: 200 },
+  user: { none: 401, anon: 403, service: 403, scheduler: 403, user: 200, admin: 200 },
+  seller: { none: 401, anon: 403, service: 403, scheduler: 403, user: 200, admin: 200 },
+  admin: { none: 401, anon: 403, service: 403, scheduler: 403, user: 403, admin: 200 },
+  utility: { none: 401, anon: 403, service: 403, scheduler: 403, user: 403, admin: 200 },
   scheduled: { none: 401, anon: 403, service: 200, scheduler: 200, user: 403, admin: 200 },
-  system: { none: 401, anon: 401, service: 200, scheduler: 403, user: 403, admin: 200 },
+  system: { none: 401, anon: 403, service: 200, scheduler: 403, user: 403, admin: 200 },
 };
 
 for (const [rule, expected] of Object.entries(matrix)) {
@@ -76,10 +91,57 @@ for (const [rule, expected] of Object.entries(matrix)) {
   });
 }
 
-sqlTest('access "scheduled": the anon key is accepted only with LOCAL_DEV=true', async () => {
-  assert.equal(await statusOf("scheduled", "anon"), 403);
-  assert.equal(await statusOf("scheduled", "anon", localDev), 200);
-  assert.equal(await statusOf("admin", "anon", localDev), 401);
+sqlTest(
+  "access: with LOCAL_DEV=true the anon key starts scheduled and utility functions, nothing more",
+  async () => {
+    assert.equal(await statusOf("scheduled", "anon"), 403);
+    assert.equal(await statusOf("utility", "anon"), 403);
+    assert.equal(await statusOf("scheduled", "anon", localDev), 200);
+    assert.equal(await statusOf("utility", "anon", localDev), 200);
+    assert.equal(await statusOf("admin", "anon", localDev), 403);
+    assert.equal(await statusOf("user", "anon", localDev), 403);
+    assert.equal(await statusOf("system", "anon", localDev), 403);
+  },
+);
+
+sqlTest("access: an anonymous sign-in is a session without an account", async () => {
+  const token = await new SignJWT({ role: "authenticated", is_anonymous: true })
+    .setProtectedHeader({ alg: "HS256" })
+    .setSubject(carol.id)
+    .setAudience("authenticated")
+    .setIssuer(TEST_ISSUER)
+    .setExpirationTime("1h")
+    .sign(new TextEncoder().encode(TEST_JWT_SECRET));
+  assert.equal((await invoke(probes.public!, runtime, { token, body: {} })).status, 200);
+  for (const rule of ["user", "seller", "admin", "scheduled", "system"]) {
+    const res = await invoke(probes[rule]!, runtime, { token, body: {} });
+    assert.equal(res.status, 403, rule);
+    assert.equal((res.body as { error: { code: string } }).error.code, "forbidden", rule);
+  }
+});
+
+sqlTest("access: a token without exp, or from another issuer, is 401", async () => {
+  const secret = new TextEncoder().encode(TEST_JWT_SECRET);
+  const noExp = await new SignJWT({ role: "authenticated" })
+    .setProtectedHeader({ alg: "HS256" })
+    .setSubject(alice.id)
+    .setAudience("authenticated")
+    .setIssuer(TEST_ISSUER)
+    .sign(secret);
+  const noExpKey = await new SignJWT({ role: "service_role" })
+    .setProtectedHeader({ alg: "HS256" })
+    .sign(secret);
+  const otherIssuer = await signUserToken(keys.signingKey, {
+    sub: alice.id,
+    email: alice.email,
+    issuer: "https://other-project.supabase.co/auth/v1",
+  });
+  for (const [label, token] of Object.entries({ noExp, noExpKey, otherIssuer })) {
+    const res = await invoke(probes.public!, runtime, { token, body: {} });
+    assert.equal(res.status, 401, label);
+  }
+  const res = await invoke(probes.public!, runtime, { token: noExp, body: {} });
+  assert.match((res.body as { error: { message: string } }).error.message, /no expiry/);
 });
 
 sqlTest("access: a refused caller gets the documented error body", async () => {
@@ -209,7 +271,7 @@ sqlTest(
       token: keys.anonKey,
       body: { dealId: deal.id },
     });
-    assert.equal(anon.status, 401);
+    assert.equal(anon.status, 403);
   },
 );
 

@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import { z } from "zod";
-import { defineFunction } from "../../../supabase/functions/_shared/function.ts";
+import { createFunction, defineFunction } from "../../../supabase/functions/_shared/function.ts";
 import { HttpError } from "../../../supabase/functions/_shared/errors.ts";
 import { Runtime } from "../../../supabase/functions/_shared/runtime.ts";
+import { FUNCTIONS } from "../../../shared/functions.ts";
 import { createTestDatabase, sqlTest } from "../../support/db.ts";
 import { createUser } from "../../support/sql.ts";
 import { testCredentials } from "../../support/credentials.ts";
@@ -22,20 +23,24 @@ const runtime = new Runtime(
 await db.pool.query("create table public.factory_probe (note text)");
 
 /** A function that writes a row, so tests can assert nothing was written on failure. */
-const writer = defineFunction({
+const writer = createFunction({
   name: "send-email",
   access: "system",
+  group: "notifications",
   input: z.object({ note: z.string().min(2) }),
+}, {
   async handle({ input, ctx }) {
     await ctx.db.query("insert into public.factory_probe (note) values ($1)", [input.note]);
     return { written: input.note };
   },
 });
 
-const thrower = defineFunction({
+const thrower = createFunction({
   name: "test-sponsored-activation",
   access: "admin",
+  group: "utilities",
   input: z.object({ kind: z.enum(["http", "crash"]) }),
+}, {
   handle({ input }) {
     if (input.kind === "http") throw new HttpError(409, "conflict", "Cannot do it twice");
     throw new Error("database password is hunter2");
@@ -196,12 +201,56 @@ sqlTest("defineFunction() answers 503 not_configured naming a missing variable",
   });
 });
 
-sqlTest("defineFunction() refuses a definition whose access differs from the catalog", () => {
-  assert.throws(
-    () => defineFunction({ name: "test-env", access: "public", handle: () => ({}) }),
-    /differs from the catalog/,
-  );
+sqlTest("defineFunction() takes access and schemas from the catalog entry", () => {
+  const fn = defineFunction("get-price-id", { handle: () => ({ priceId: "price_1" }) });
+  assert.equal(fn.definition.access, FUNCTIONS["get-price-id"].access);
+  assert.equal(fn.definition.input, FUNCTIONS["get-price-id"].input);
+  assert.equal(fn.definition.output, FUNCTIONS["get-price-id"].output);
   return Promise.resolve();
+});
+
+sqlTest(
+  "defineFunction() refuses, at cold start, a function the catalog lists as not built",
+  () => {
+    assert.throws(
+      () => defineFunction("analyze-project", { handle: () => ({}) }),
+      /lists it as not built/,
+    );
+    assert.throws(
+      () =>
+        createFunction({ name: "payment-status", access: "deal-participant", group: "deals" }, {
+          handle: () => ({}),
+        }),
+      /needs an input with dealId/,
+    );
+    return Promise.resolve();
+  },
+);
+
+sqlTest("defineFunction() limits calls per caller: 429 rate_limited with Retry-After", async () => {
+  const limited = createFunction({ name: "check-subscription", access: "user", group: "billing" }, {
+    rateLimit: { limit: 2, windowSeconds: 60 },
+    handle: ({ caller }) => ({ caller: caller.id }),
+  });
+  const alice = await createUser(db.pool);
+  const bob = await createUser(db.pool);
+  const aliceToken = await keys.userToken(alice);
+  const statuses = [];
+  for (let i = 0; i < 3; i++) {
+    statuses.push((await invoke(limited, runtime, { token: aliceToken })).status);
+  }
+  assert.deepEqual(statuses, [200, 200, 429]);
+  const refused = await invoke<{ error: { code: string; details: { retryAfterSeconds: number } } }>(
+    limited,
+    runtime,
+    { token: aliceToken },
+  );
+  assert.equal(refused.body.error.code, "rate_limited");
+  const retryAfter = Number(refused.headers.get("retry-after"));
+  assert.ok(retryAfter >= 1 && retryAfter <= 60, String(retryAfter));
+  assert.equal(refused.body.error.details.retryAfterSeconds, retryAfter);
+  assert.match(refused.headers.get("access-control-expose-headers") ?? "", /Retry-After/);
+  assert.equal((await invoke(limited, runtime, { token: await keys.userToken(bob) })).status, 200);
 });
 
 sqlTest("Runtime() fails at construction on a malformed variable, naming it", () => {
@@ -209,10 +258,12 @@ sqlTest("Runtime() fails at construction on a malformed variable, naming it", ()
   return Promise.resolve();
 });
 
-const sqlRaiser = defineFunction({
+const sqlRaiser = createFunction({
   name: "cleanup-duplicates",
   access: "admin",
+  group: "schedulers",
   input: z.object({ errcode: z.enum(["PT409", "42501", "22012"]) }),
+}, {
   async handle({ input, ctx }) {
     await ctx.db.query(
       `do $$ begin raise exception 'Cannot move listing: "approved" to "draft"' using errcode = '${input.errcode}'; end $$`,

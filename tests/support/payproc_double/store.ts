@@ -102,6 +102,11 @@ export class PayprocStore {
     );
   }
 
+  /** Forgets an object, as if the processor never had it; whether it was there. */
+  remove(kind: Kind, id: string): boolean {
+    return this.#objects.get(kind)?.delete(id) ?? false;
+  }
+
   /** Any stored object by id, whatever its kind. */
   find(id: string): StoredObject | undefined {
     for (const byId of this.#objects.values()) {

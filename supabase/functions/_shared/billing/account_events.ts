@@ -1,7 +1,8 @@
 /**
- * Webhook handler of `account.updated`: the connected account is re-read
- * under its lock and its KYC and payout status written to `connect_accounts`
- * and the seller's profile.
+ * Webhook handler of `account.updated` (Connect endpoint only): the
+ * connected account named by the event is re-read from the processor and
+ * its KYC and payout status written to `connect_accounts` and the seller's
+ * profile. The event's copy is never written.
  *
  * @module
  */
@@ -12,24 +13,35 @@ import {
   applied,
   type EventOf,
   skipped,
-  type WebhookArgs,
+  type WebhookHandler,
   type WebhookHandlers,
-  type WebhookResult,
 } from "./webhook_types.ts";
 
-async function onAccountUpdated(
-  { event, sql, ctx }: WebhookArgs<EventOf<"account.updated">>,
-): Promise<WebhookResult> {
-  const payload: Stripe.Account = event.data.object;
-  const readAt = new Date();
-  const current = await orNullIfMissing(ctx.payproc.accounts.retrieve(payload.id));
-  const result = await applyConnectAccount(sql, current ?? payload, {
-    readAt: current ? readAt : null,
-    eventCreated: event.created,
-  });
-  if ("reason" in result) return skipped(`${result.result}: ${result.reason}`);
-  return result.result === "changed" ? applied() : applied("already up to date");
-}
+/** What the event found: the account now, when it is the event's own and still exists. */
+type AccountRead = { account: Stripe.Account; readAt: Date } | { refusal: string };
+
+const onAccountUpdated: WebhookHandler<EventOf<"account.updated">, AccountRead> = {
+  async read({ event, ctx }) {
+    const accountId = event.account;
+    if (!accountId || event.data.object.id !== accountId) {
+      return { refusal: "the event is not about its own connected account" };
+    }
+    const payproc = await ctx.payproc();
+    const readAt = new Date();
+    const account = await orNullIfMissing(payproc.accounts.retrieve(accountId));
+    if (!account) return { refusal: `account "${accountId}" does not exist at the processor` };
+    return { account, readAt };
+  },
+  async write({ event, sql, read }) {
+    if ("refusal" in read) return skipped(read.refusal);
+    const result = await applyConnectAccount(sql, read.account, {
+      readAt: read.readAt,
+      eventCreated: event.created,
+    });
+    if ("reason" in result) return skipped(`${result.result}: ${result.reason}`);
+    return result.result === "changed" ? applied() : applied("already up to date");
+  },
+};
 
 /** Handlers of connected-account events. */
 export const ACCOUNT_EVENT_HANDLERS: WebhookHandlers = {

@@ -44,10 +44,10 @@ export function kycStatus(account: Stripe.Account): KycStatus {
   return "restricted";
 }
 
-/** Where the account object comes from (see `SyncOptions` of subscriptions). */
+/** When the account was read (see `SyncOptions` of subscriptions). */
 export interface AccountSyncOptions {
-  /** When it was read from the processor; null for an event's payload. */
-  readAt: Date | null;
+  /** When it was read from the processor (taken before the request). */
+  readAt: Date;
   /** `created` of the event being applied (Unix seconds), if any. */
   eventCreated?: number;
 }
@@ -120,13 +120,7 @@ interface AccountRow {
 }
 
 function isStale(row: AccountRow | null, options: AccountSyncOptions): boolean {
-  if (row === null) return false;
-  if (options.readAt !== null) {
-    return row.payproc_synced_at !== null && options.readAt < row.payproc_synced_at;
-  }
-  const stored = row.payproc_event_created?.getTime();
-  return stored !== undefined && options.eventCreated !== undefined &&
-    options.eventCreated * 1000 <= stored;
+  return row?.payproc_synced_at != null && options.readAt < row.payproc_synced_at;
 }
 
 const UPSERT = `

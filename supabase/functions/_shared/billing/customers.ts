@@ -1,8 +1,9 @@
 /**
- * The user's customer at the processor: found (stored id, then our metadata,
- * then e-mail — linked only when its metadata names no other user and no
- * other user's row holds it) or created once per user with the idempotency
- * key `customer:<userId>`, and stored on the user's `subscriptions` row.
+ * The user's customer at the processor: found (stored id, then our metadata;
+ * by e-mail only in the admin repair and only for a confirmed address — a
+ * customer linked only when its metadata names no other user and no other
+ * user's row holds it) or created once per user with the idempotency key
+ * `customer:<userId>`, and stored on the user's `subscriptions` row.
  *
  * @module
  */
@@ -37,17 +38,32 @@ export async function storedCustomerId(sql: Sql, userId: string): Promise<string
   return row?.payproc_customer_id ?? null;
 }
 
+/** How {@linkcode findCustomer} may look. */
+export interface FindOptions {
+  /**
+   * Also match by the user's e-mail address, when they confirmed it. Only the
+   * admin repair does: anyone can sign up with an address they do not own,
+   * and a match would open that customer's billing portal to them.
+   */
+  byEmail?: boolean;
+}
+
 /** Finds the user's customer without creating one; null when there is none to trust. */
-export async function findCustomer(ctx: Context, user: BillingUser): Promise<FoundCustomer | null> {
+export async function findCustomer(
+  ctx: Context,
+  user: BillingUser,
+  options: FindOptions = {},
+): Promise<FoundCustomer | null> {
+  const payproc = await ctx.payproc();
   const stored = await storedCustomerId(ctx.db, user.id);
   if (stored) {
-    const customer = await orNullIfMissing(ctx.payproc.customers.retrieve(stored));
+    const customer = await orNullIfMissing(payproc.customers.retrieve(stored));
     if (customer && !customer.deleted) return { customer, via: "stored" };
   }
   const byMetadata = await firstUnclaimed(ctx, user.id, await taggedCustomers(ctx, user.id));
   if (byMetadata) return { customer: byMetadata, via: "metadata" };
-  if (!user.email) return null;
-  const listed = await ctx.payproc.customers.list({ email: user.email, limit: 10 });
+  if (!options.byEmail || !user.email || !user.email_confirmed) return null;
+  const listed = await payproc.customers.list({ email: user.email, limit: 10 });
   const candidates = listed.data.filter((c) => {
     const owner = c.metadata?.user_id;
     return owner === undefined || owner === "" || owner === user.id;
@@ -57,11 +73,12 @@ export async function findCustomer(ctx: Context, user: BillingUser): Promise<Fou
   return { customer: await tagCustomer(ctx, user.id, byEmail), via: "email" };
 }
 
-/** Finds the user's customer, or creates it (once per user), and stores the link. */
+/** Finds the user's customer (never by e-mail), or creates it once per user, and stores the link. */
 export async function ensureCustomer(ctx: Context, user: BillingUser): Promise<FoundCustomer> {
   const found = await findCustomer(ctx, user);
+  const payproc = await ctx.payproc();
   const result: FoundCustomer = found ?? {
-    customer: await ctx.payproc.customers.create(
+    customer: await payproc.customers.create(
       { email: user.email ?? undefined, metadata: { user_id: user.id } },
       { idempotencyKey: customerIdempotencyKey(user.id) },
     ),
@@ -112,7 +129,8 @@ export async function tagCustomer(
   customer: Stripe.Customer,
 ): Promise<Stripe.Customer> {
   if (customer.metadata?.user_id === userId) return customer;
-  return await ctx.payproc.customers.update(
+  const payproc = await ctx.payproc();
+  return await payproc.customers.update(
     customer.id,
     { metadata: { user_id: userId } },
     { idempotencyKey: `customer-link:${userId}:${customer.id}` },
@@ -124,8 +142,9 @@ export async function tagCustomer(
  * account (the API refuses it with a 4xx); then this finds none.
  */
 async function taggedCustomers(ctx: Context, userId: string): Promise<Stripe.Customer[]> {
+  const payproc = await ctx.payproc();
   try {
-    const found = await ctx.payproc.customers.search({
+    const found = await payproc.customers.search({
       query: `metadata['user_id']:'${userId}'`,
       limit: 10,
     });

@@ -8,9 +8,8 @@
  */
 import type { Context } from "../context.ts";
 import { upsertInvoice } from "./invoices.ts";
-import type { JobTally } from "./job_guard.ts";
-import { readCursor, writeCursor } from "./job_cursors.ts";
-import { lockProcessorObject } from "./locks.ts";
+import { readCursor, writeCursor } from "../jobs/cursors.ts";
+import type { JobTally } from "../jobs/tally.ts";
 
 /** The job (and cursor) name. */
 export const SYNC_INVOICES_JOB = "sync-invoices";
@@ -28,21 +27,21 @@ export async function syncInvoices(ctx: Context, tally: JobTally): Promise<void>
   const cursor = await readCursor<InvoiceCursor>(ctx.db, SYNC_INVOICES_JOB);
   const since = cursor ? Math.max(0, cursor.created - INVOICE_OVERLAP_SECONDS) : null;
   let newest = cursor?.created ?? 0;
+  const payproc = await ctx.payproc();
   let startingAfter: string | undefined;
   do {
     const readAt = new Date();
-    const page = await ctx.payproc.invoices.list({
+    const page = await payproc.invoices.list({
       limit: 100,
       ...(since !== null ? { created: { gte: since } } : {}),
       ...(startingAfter ? { starting_after: startingAfter } : {}),
     });
     for (const invoice of page.data) {
       tally.scanned++;
-      const changed = await tally.attempt(invoice.id, () =>
-        ctx.db.tx(async (sql) => {
-          await lockProcessorObject(sql, invoice.id);
-          return await upsertInvoice(sql, invoice, { readAt });
-        }));
+      const changed = await tally.attempt(
+        invoice.id,
+        () => upsertInvoice(ctx.db, invoice, { readAt }),
+      );
       if (changed) tally.changed++;
       if (changed !== undefined) newest = Math.max(newest, invoice.created);
     }

@@ -1,7 +1,8 @@
 /**
- * The one way a processor invoice reaches `public.invoices`: mapped (amounts
- * converted once to major units) and upserted in one statement that refuses
- * older state and writes only when something changed.
+ * The one way a processor invoice reaches `public.invoices`: read from the
+ * processor, mapped (amounts converted once to major units) and upserted in
+ * one statement that refuses a read older than the stored one and writes
+ * only when something changed.
  *
  * @module
  */
@@ -13,10 +14,10 @@ import { idOf } from "./subscription_state.ts";
 /** Invoice statuses `public.invoices.status` accepts. */
 export type InvoiceStatus = Stripe.Invoice.Status;
 
-/** Where the invoice object comes from (see `SyncOptions` of subscriptions). */
+/** When the invoice was read (see `SyncOptions` of subscriptions). */
 export interface InvoiceSyncOptions {
-  /** When it was read from the processor; null for an event's payload. */
-  readAt: Date | null;
+  /** When it was read from the processor (taken before the request). */
+  readAt: Date;
   /** `created` of the event being applied (Unix seconds), if any. */
   eventCreated?: number;
 }
@@ -29,11 +30,6 @@ export function invoiceSubscriptionId(invoice: Stripe.Invoice): string | null {
 
 function toDate(seconds: number | null | undefined): Date | null {
   return typeof seconds === "number" && seconds > 0 ? new Date(seconds * 1000) : null;
-}
-
-/** Whether an invoice status is final (ties between events go to it). */
-function isFinal(status: InvoiceStatus): boolean {
-  return status === "paid" || status === "void";
 }
 
 /**
@@ -69,7 +65,6 @@ export async function upsertInvoice(
     toDate(invoice.created),
     options.readAt,
     options.eventCreated === undefined ? null : new Date(options.eventCreated * 1000),
-    isFinal(status),
   ]);
   return row !== null;
 }
@@ -113,14 +108,6 @@ const UPSERT = `
          excluded.attempt_count, excluded.next_payment_attempt, excluded.hosted_invoice_url,
          excluded.invoice_pdf, excluded.paid_at, excluded.payproc_subscription_id,
          excluded.period_start, excluded.period_end)
-    and (
-      -- A read from the processor: not older than the stored read.
-      (excluded.payproc_synced_at is not null
-        and (i.payproc_synced_at is null or i.payproc_synced_at <= excluded.payproc_synced_at))
-      -- An event's payload: not older than the stored event; a tie goes to a final status.
-      or (excluded.payproc_synced_at is null
-        and (i.payproc_event_created is null or excluded.payproc_event_created is null
-             or i.payproc_event_created < excluded.payproc_event_created
-             or (i.payproc_event_created = excluded.payproc_event_created and $21::boolean)))
-    )
+    -- A read not older than the stored one.
+    and (i.payproc_synced_at is null or i.payproc_synced_at <= excluded.payproc_synced_at)
   returning i.id`;

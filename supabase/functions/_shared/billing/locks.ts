@@ -1,19 +1,19 @@
 /**
- * Per-object serialisation of processor writes: a transaction-scoped
- * advisory lock on the processor object's id (safe behind the transaction
- * pooler). Whoever holds it reads the object from the processor and writes
- * our mirror, so a later holder always reads a state at least as new.
+ * Per-object serialisation of processor mirrors: a transaction-scoped
+ * advisory lock on the processor object's id, taken in the short write
+ * transaction (never across the read from the processor).
  *
  * @module
  */
 import type { Sql } from "../db.ts";
+import { holdXactLock } from "../locks.ts";
 
-/** The advisory lock key text of processor object `id` (hashed with `hashtextextended`). */
+/** The advisory lock key text of processor object `id`. */
 export function objectLockKey(id: string): string {
   return `payproc:${id}`;
 }
 
 /** Waits for, then holds until commit/rollback, the lock on processor object `id`. */
 export async function lockProcessorObject(sql: Sql, id: string): Promise<void> {
-  await sql.query("select pg_advisory_xact_lock(hashtextextended($1, 0))", [objectLockKey(id)]);
+  await holdXactLock(sql, objectLockKey(id));
 }

@@ -7,12 +7,11 @@
  * @module
  */
 import type Stripe from "stripe";
-import type { Context } from "../context.ts";
 import type { Sql } from "../db.ts";
+import type { OurPlans } from "../plan_prices.ts";
 import { lockProcessorObject } from "./locks.ts";
-import { planKeysByPrice } from "./plan_keys.ts";
 import { type SubscriptionRow, subscriptionRow } from "./subscription_rows.ts";
-import { needsPlanLookup, subscriptionState } from "./subscription_state.ts";
+import { subscriptionState } from "./subscription_state.ts";
 
 /** A period as reports show it. */
 export interface Period {
@@ -38,23 +37,28 @@ function iso(date: Date | null): string | null {
   return date?.toISOString() ?? null;
 }
 
+/** A subscription read from the processor for a date repair. */
+export interface PeriodRead {
+  subscription: Stripe.Subscription;
+  /** When it was read (taken before the request). */
+  readAt: Date;
+  plans: OurPlans;
+}
+
 /**
- * Compares `userId`'s row with `subscription` (read at `readAt`) and, unless
- * `dryRun`, corrects the dates. Runs in the caller's transaction and locks
- * the subscription and the row.
+ * Compares `userId`'s row with the subscription read and, unless `dryRun`,
+ * corrects the dates. Runs in the caller's (short) transaction and locks the
+ * subscription and the row; everything from the processor is read before.
  */
 export async function fixPeriod(
-  ctx: Context,
   sql: Sql,
   userId: string,
-  subscription: Stripe.Subscription,
-  readAt: Date,
+  { subscription, readAt, plans }: PeriodRead,
   dryRun: boolean,
 ): Promise<PeriodFix> {
   await lockProcessorObject(sql, subscription.id);
   const row = await subscriptionRow(sql, userId, { lock: true });
-  const keys = needsPlanLookup(subscription) ? await planKeysByPrice(ctx) : undefined;
-  const state = subscriptionState(subscription, keys);
+  const state = subscriptionState(subscription, plans);
   const before = {
     start: iso(row?.current_period_start ?? null),
     end: iso(row?.current_period_end ?? null),

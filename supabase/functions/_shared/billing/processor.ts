@@ -20,3 +20,16 @@ export async function orNullIfMissing<T>(call: Promise<T>): Promise<T | null> {
     throw error;
   }
 }
+
+/**
+ * Thrown by a write phase that met a processor object its read phase did not
+ * read (the stored state moved in between): the write rolls back, the caller
+ * reads `objectId` too and writes again. Never a failure a client sees.
+ */
+export class RereadNeeded extends Error {
+  override name = "RereadNeeded";
+  /** Creates the signal for processor object `objectId`. */
+  constructor(readonly objectId: string) {
+    super(`Cannot finish the write: processor object "${objectId}" was not read first`);
+  }
+}

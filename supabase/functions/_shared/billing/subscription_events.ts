@@ -1,55 +1,42 @@
 /**
  * Webhook handlers of subscription events (`customer.subscription.*`) and of
  * `checkout.session.completed` in subscription mode. Each re-reads the
- * subscription from the processor under its lock, so the newest state wins
- * whatever the delivery order; a subscription the processor no longer has is
- * applied from the event, unless an equally new or newer event was applied.
+ * subscription (and the checkout session) from the processor before any
+ * transaction, so the newest state wins whatever the delivery order, and
+ * never trusts the event's copy: a subscription the processor does not have
+ * is never mirrored, only a row already mirroring it is ended. The common
+ * case — the row already mirrors the subscription — records the event and
+ * writes the row in one call (`public.mirror_subscription`).
  *
  * @module
  */
 import type Stripe from "stripe";
 import type { Context } from "../context.ts";
-import type { Sql } from "../db.ts";
-import { lockProcessorObject } from "./locks.ts";
 import { orNullIfMissing } from "./processor.ts";
-import { type SyncResult, syncSubscription } from "./subscription_sync.ts";
+import { markGone } from "./subscription_gone.ts";
 import { idOf } from "./subscription_state.ts";
+import {
+  mirrorArgs,
+  type MirrorRow,
+  readContenders,
+  readForSync,
+  readSubscription,
+  settledBy,
+  type SubscriptionRead,
+  type SyncResult,
+  writeSync,
+} from "./subscription_sync.ts";
 import { existingUserId } from "./users.ts";
+import { ledgerJson } from "./webhook_ledger.ts";
 import {
   applied,
   type EventOf,
   ignored,
-  objectId,
   skipped,
-  type WebhookArgs,
+  type WebhookHandler,
   type WebhookHandlers,
   type WebhookResult,
 } from "./webhook_types.ts";
-
-/**
- * Re-reads subscription `id` and mirrors it (falling back to `fallback`, the
- * event's copy, when the processor no longer has it).
- */
-export async function applySubscriptionEvent(
-  ctx: Context,
-  sql: Sql,
-  id: string,
-  event: Stripe.Event,
-  options: { fallback?: Stripe.Subscription; userId?: string } = {},
-): Promise<WebhookResult> {
-  if (id !== objectId(event)) await lockProcessorObject(sql, id);
-  const readAt = new Date();
-  const current = await orNullIfMissing(ctx.payproc.subscriptions.retrieve(id));
-  const subscription = current ?? options.fallback;
-  if (!subscription) return skipped(`subscription "${id}" does not exist at the processor`);
-  const result = await syncSubscription(ctx, sql, subscription, {
-    readAt: current ? readAt : null,
-    eventCreated: event.created,
-    userId: options.userId,
-    locked: true,
-  });
-  return asWebhookResult(result);
-}
 
 /** A sync result as an event outcome. */
 export function asWebhookResult(result: SyncResult): WebhookResult {
@@ -63,6 +50,69 @@ export function asWebhookResult(result: SyncResult): WebhookResult {
   }
 }
 
+/** What a subscription event found at the processor. */
+export type SubscriptionEventRead =
+  | { kind: "current"; read: SubscriptionRead }
+  | { kind: "gone"; subscriptionId: string }
+  | { kind: "settled"; result: WebhookResult };
+
+/** The subscription an event is about, and the user it must belong to, or why there is none. */
+type Target = { subscriptionId: string; userId?: string } | WebhookResult;
+
+/**
+ * One call: judge the row mirroring the subscription, record the event
+ * (only when the row mirrors it, with the outcome of {@linkcode asWebhookResult})
+ * and update the row, unless the event was recorded before.
+ */
+const QUICK = `select * from public.mirror_subscription(
+  $1::jsonb, $2::timestamptz, $3::timestamptz, $4::uuid, $5::jsonb)`;
+
+function subscriptionHandler<E extends Stripe.Event>(
+  target: (event: E, ctx: Context) => Promise<Target>,
+): WebhookHandler<E, SubscriptionEventRead> {
+  return {
+    async read({ event, ctx }) {
+      const found = await target(event, ctx);
+      if ("outcome" in found) return { kind: "settled", result: found };
+      const current = await readSubscription(ctx, found.subscriptionId);
+      if (!current) return { kind: "gone", subscriptionId: found.subscriptionId };
+      const read = await readForSync(ctx, current.subscription, {
+        readAt: current.readAt,
+        eventCreated: event.created,
+        userId: found.userId,
+      });
+      return { kind: "current", read };
+    },
+    async quick({ entry, db, read }) {
+      if (read.kind !== "current") return null;
+      const row = await db.maybeOne<MirrorRow & { recorded: boolean }>(QUICK, [
+        ...mirrorArgs(read.read),
+        ledgerJson(entry),
+      ]);
+      if (row === null || !row.matches) return null;
+      if (!row.recorded) return { outcome: "duplicate" };
+      // Recorded and matching: the row was locked, so the update ran exactly when it was due.
+      return asWebhookResult(settledBy(row)!);
+    },
+    async complete({ ctx, read, also }) {
+      if (read.kind !== "current") return read;
+      return { kind: "current", read: await readContenders(ctx, read.read, also) };
+    },
+    async write({ sql, read }) {
+      switch (read.kind) {
+        case "settled":
+          return read.result;
+        case "gone":
+          return await markGone(sql, read.subscriptionId)
+            ? applied("the processor no longer has it; its row is ended")
+            : skipped(`subscription "${read.subscriptionId}" does not exist at the processor`);
+        case "current":
+          return asWebhookResult(await writeSync(sql, read.read));
+      }
+    },
+  };
+}
+
 type SubscriptionEventType =
   | "customer.subscription.created"
   | "customer.subscription.updated"
@@ -70,24 +120,27 @@ type SubscriptionEventType =
   | "customer.subscription.paused"
   | "customer.subscription.resumed";
 
-function onSubscriptionEvent(
-  { event, sql, ctx }: WebhookArgs<EventOf<SubscriptionEventType>>,
-): Promise<WebhookResult> {
-  const subscription: Stripe.Subscription = event.data.object;
-  return applySubscriptionEvent(ctx, sql, subscription.id, event, { fallback: subscription });
-}
+/** A lifecycle event is about its own object. */
+const onSubscriptionEvent = subscriptionHandler<EventOf<SubscriptionEventType>>((event) =>
+  Promise.resolve({ subscriptionId: event.data.object.id })
+);
 
-async function onCheckoutCompleted(
-  { event, sql, ctx }: WebhookArgs<EventOf<"checkout.session.completed">>,
-): Promise<WebhookResult> {
-  const session = event.data.object;
-  if (session.mode !== "subscription") return ignored(`checkout in ${session.mode} mode`);
-  if (!session.subscription) return skipped("the checkout has no subscription");
-  const userId = await existingUserId(sql, session.client_reference_id) ??
-    await existingUserId(sql, session.metadata?.user_id);
-  if (userId === null) return skipped("the checkout names no existing user");
-  return await applySubscriptionEvent(ctx, sql, idOf(session.subscription), event, { userId });
-}
+/** A completed checkout links its subscription to the user it was made for (re-read, not trusted). */
+const onCheckoutCompleted = subscriptionHandler<EventOf<"checkout.session.completed">>(
+  async (event, ctx) => {
+    const payproc = await ctx.payproc();
+    const session = await orNullIfMissing(
+      payproc.checkout.sessions.retrieve(event.data.object.id),
+    );
+    if (!session) return skipped("the checkout session does not exist at the processor");
+    if (session.mode !== "subscription") return ignored(`checkout in ${session.mode} mode`);
+    if (!session.subscription) return skipped("the checkout has no subscription");
+    const userId = await existingUserId(ctx.db, session.client_reference_id) ??
+      await existingUserId(ctx.db, session.metadata?.user_id);
+    if (userId === null) return skipped("the checkout names no existing user");
+    return { subscriptionId: idOf(session.subscription), userId };
+  },
+);
 
 /** Handlers of subscription lifecycle events. */
 export const SUBSCRIPTION_EVENT_HANDLERS: WebhookHandlers = {

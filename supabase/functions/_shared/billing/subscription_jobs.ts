@@ -2,19 +2,18 @@
  * The subscription sync of payproc-sync (live subscriptions, hourly) and
  * daily-subscription-sync (all of them): expire grants, page through the
  * processor's subscriptions into our rows, then re-read rows we mirror as
- * live that the listing did not show.
+ * live that the listing did not show. Each page is read before anything is
+ * written; each write is its own short statement or transaction.
  *
  * @module
  */
 import type { Context } from "../context.ts";
-import type { Sql } from "../db.ts";
+import type { JobTally } from "../jobs/tally.ts";
 import { expireGrants } from "./grants.ts";
-import type { JobTally } from "./job_guard.ts";
-import { lockProcessorObject } from "./locks.ts";
-import { orNullIfMissing } from "./processor.ts";
+import { markGone } from "./subscription_gone.ts";
 import { forEachSubscriptionPage, type SubscriptionScope } from "./subscription_pages.ts";
 import { ENDED_STATUSES } from "./subscription_state.ts";
-import { type SyncResult, syncSubscription } from "./subscription_sync.ts";
+import { readSubscription, type SyncResult, syncSubscription } from "./subscription_sync.ts";
 
 /** Brings `public.subscriptions` in line with the processor; counts go to `tally`. */
 export async function syncSubscriptions(
@@ -33,7 +32,7 @@ export async function syncSubscriptions(
       tally.scanned++;
       const result = await tally.attempt(
         subscription.id,
-        () => ctx.db.tx((sql) => syncSubscription(ctx, sql, subscription, { readAt })),
+        () => syncSubscription(ctx, subscription, { readAt }),
       );
       if (result) record(tally, result);
     }
@@ -48,30 +47,15 @@ export async function syncSubscriptions(
     if (seen.has(id)) continue;
     tally.scanned++;
     await tally.attempt(id, async () => {
-      const readAt = new Date();
-      const subscription = await orNullIfMissing(ctx.payproc.subscriptions.retrieve(id));
-      await ctx.db.tx(async (sql) => {
-        if (subscription) {
-          record(tally, await syncSubscription(ctx, sql, subscription, { readAt }));
-        } else if (await markGone(sql, id)) {
-          tally.changed++;
-          tally.count("gone");
-        }
-      });
+      const current = await readSubscription(ctx, id);
+      if (current) {
+        record(tally, await syncSubscription(ctx, current.subscription, current));
+      } else if (await ctx.db.tx((sql) => markGone(sql, id))) {
+        tally.changed++;
+        tally.count("gone");
+      }
     });
   }
-}
-
-/** Ends the row of a subscription the processor no longer has. */
-export async function markGone(sql: Sql, subscriptionId: string): Promise<boolean> {
-  await lockProcessorObject(sql, subscriptionId);
-  const row = await sql.maybeOne(
-    `update public.subscriptions set subscription_status = 'canceled'
-     where payproc_subscription_id = $1 and subscription_status <> 'canceled'
-     returning id`,
-    [subscriptionId],
-  );
-  return row !== null;
 }
 
 function record(tally: JobTally, outcome: SyncResult): void {

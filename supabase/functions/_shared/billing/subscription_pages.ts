@@ -16,10 +16,11 @@ export async function forEachSubscriptionPage(
   scope: SubscriptionScope,
   fn: (subscriptions: Stripe.Subscription[], readAt: Date) => Promise<void>,
 ): Promise<void> {
+  const payproc = await ctx.payproc();
   let startingAfter: string | undefined;
   do {
     const readAt = new Date();
-    const page = await ctx.payproc.subscriptions.list({
+    const page = await payproc.subscriptions.list({
       limit: 100,
       expand: ["data.customer"],
       ...(scope === "all" ? { status: "all" as const } : {}),

@@ -1,10 +1,18 @@
 /**
- * Reading `public.subscriptions` rows (one per user).
+ * Reading `public.subscriptions` rows (one per user), and the column list of
+ * what a row mirrors of a processor subscription: the statements of the full
+ * path are generated from {@linkcode MIRRORED_COLUMNS}, and the fast path
+ * (`public.mirror_subscription`, in SQL) names the same columns — a test
+ * writes each of them through it, so a column added here and not there fails.
  *
  * @module
  */
-import type { Sql } from "../db.ts";
-import type { SubscriptionLevel, SubscriptionStatus } from "./subscription_state.ts";
+import type { Sql, SqlParam } from "../db.ts";
+import type {
+  SubscriptionLevel,
+  SubscriptionState,
+  SubscriptionStatus,
+} from "./subscription_state.ts";
 
 /** A `public.subscriptions` row as `pg` returns it. */
 export interface SubscriptionRow {
@@ -26,6 +34,51 @@ export interface SubscriptionRow {
   updated_at: Date;
 }
 
+/** The columns a row mirrors, their SQL types, and the value of each from a subscription's state. */
+export const MIRRORED_COLUMNS = [
+  ["subscription_level", "text", (s: SubscriptionState) => s.level],
+  ["subscription_status", "text", (s: SubscriptionState) => s.status],
+  ["source", "text", () => "payproc"],
+  ["payproc_customer_id", "text", (s: SubscriptionState) => s.customerId],
+  ["payproc_subscription_id", "text", (s: SubscriptionState) => s.subscriptionId],
+  ["payproc_price_id", "text", (s: SubscriptionState) => s.priceId],
+  ["billing_interval", "text", (s: SubscriptionState) => s.interval],
+  ["current_period_start", "timestamptz", (s: SubscriptionState) => s.periodStart],
+  ["current_period_end", "timestamptz", (s: SubscriptionState) => s.periodEnd],
+  ["cancel_at_period_end", "boolean", (s: SubscriptionState) => s.cancelAtPeriodEnd],
+] as const satisfies ReadonlyArray<
+  readonly [keyof SubscriptionRow, string, (s: SubscriptionState) => SqlParam]
+>;
+
+/** The values of {@linkcode MIRRORED_COLUMNS} for `state`, in order (`$1`…`$10`). */
+export function mirroredValues(state: SubscriptionState): SqlParam[] {
+  return MIRRORED_COLUMNS.map(([, , value]) => value(state));
+}
+
+/** The mirrored values of `state` by column name (the `p_mirror` of `public.mirror_subscription`). */
+export function mirroredObject(state: SubscriptionState): Record<string, SqlParam> {
+  return Object.fromEntries(MIRRORED_COLUMNS.map(([name, , value]) => [name, value(state)]));
+}
+
+/** `$n` of a mirrored column (1-based, in {@linkcode MIRRORED_COLUMNS} order). */
+export function mirroredParam(column: (typeof MIRRORED_COLUMNS)[number][0]): string {
+  const index = MIRRORED_COLUMNS.findIndex(([name]) => name === column);
+  const [, type] = MIRRORED_COLUMNS[index]!;
+  return `$${index + 1}::${type}`;
+}
+
+/** SQL: the mirrored column names, comma-separated. */
+export const MIRRORED_NAMES = MIRRORED_COLUMNS.map(([name]) => name).join(", ");
+/** SQL: `$1::text, …` for the mirrored values. */
+export const MIRRORED_PARAMS = MIRRORED_COLUMNS.map(([name]) => mirroredParam(name)).join(", ");
+/** SQL: `col = $n::type, …` setting every mirrored column. */
+export const MIRRORED_SET = MIRRORED_COLUMNS.map(([name]) => `${name} = ${mirroredParam(name)}`)
+  .join(", ");
+/** SQL (on alias `a`): the row already holds the mirrored values. */
+export const mirrorsValues = (a: string) =>
+  `(${MIRRORED_COLUMNS.map(([name]) => `${a}.${name}`).join(", ")})
+   is not distinct from (${MIRRORED_PARAMS})`;
+
 /** The user's row, or null; `lock` takes it `for update` until the transaction ends. */
 export async function subscriptionRow(
   sql: Sql,
@@ -39,7 +92,7 @@ export async function subscriptionRow(
 }
 
 /** The fields reports show of a row (dates as ISO strings). */
-export function describeRow(row: SubscriptionRow | null): Record<string, unknown> | null {
+export function describeRow(row: SubscriptionRow | null) {
   if (row === null) return null;
   return {
     subscription_level: row.subscription_level,
@@ -60,7 +113,7 @@ export function changedFields(
   before: SubscriptionRow | null,
   after: SubscriptionRow | null,
 ): string[] {
-  const a = describeRow(before) ?? {};
-  const b = describeRow(after) ?? {};
+  const a: Record<string, unknown> = describeRow(before) ?? {};
+  const b: Record<string, unknown> = describeRow(after) ?? {};
   return Object.keys({ ...a, ...b }).filter((key) => a[key] !== b[key]);
 }

@@ -1,12 +1,14 @@
 /**
- * What a processor subscription means for us: the plan (from the price's
- * lookup key), the billing period (on the items, in the pinned API version),
- * the status and the cancellation flag. Pure; `subscription_sync.ts` writes it.
+ * What a processor subscription means for us: the plan (only from our own
+ * prices, see `plan_prices.ts`), the billing period (on the items, in the
+ * pinned API version), the status and the cancellation flag. Pure;
+ * `subscription_sync.ts` writes it.
  *
  * @module
  */
 import type Stripe from "stripe";
-import { type PaidPlan, parsePlanIntervalKey } from "../../../../shared/plans.ts";
+import type { PaidPlan } from "../../../../shared/plans.ts";
+import type { OurPlans } from "../plan_prices.ts";
 
 /** A subscription level as `subscriptions.subscription_level` stores it. */
 export type SubscriptionLevel = "free" | PaidPlan;
@@ -45,23 +47,6 @@ export interface SubscriptionState {
   created: number;
 }
 
-/** Price ids of our plans → their lookup keys, for prices that lost their lookup key. */
-export type PlanKeysByPrice = ReadonlyMap<string, string>;
-
-/** The plan a price sells: by its lookup key, else by its id among our plans' prices. */
-export function planOfPrice(
-  price: Pick<Stripe.Price, "id" | "lookup_key">,
-  keysByPrice?: PlanKeysByPrice,
-): PaidPlan | null {
-  const key = price.lookup_key ?? keysByPrice?.get(price.id) ?? null;
-  return key === null ? null : parsePlanIntervalKey(key)?.plan ?? null;
-}
-
-/** Whether a price needs {@linkcode PlanKeysByPrice} to be recognised. */
-export function needsPlanLookup(subscription: Stripe.Subscription): boolean {
-  return subscription.items.data.some((item) => planOfPrice(item.price) === null);
-}
-
 /** The processor id of an expandable field. */
 export function idOf(value: string | { id: string }): string {
   return typeof value === "string" ? value : value.id;
@@ -89,13 +74,13 @@ function toDate(seconds: number | null | undefined): Date | null {
 /** Maps a processor subscription to our row's values. */
 export function subscriptionState(
   subscription: Stripe.Subscription,
-  keysByPrice?: PlanKeysByPrice,
+  plans: OurPlans,
 ): SubscriptionState {
   const items = subscription.items.data;
   let chosen: Stripe.SubscriptionItem | undefined;
   let level: SubscriptionLevel = "free";
   for (const item of items) {
-    const plan = planOfPrice(item.price, keysByPrice);
+    const plan = plans.planOf(item.price);
     if (plan !== null && (chosen === undefined || planRank(plan) > planRank(level))) {
       chosen = item;
       level = plan;
@@ -125,10 +110,11 @@ export function subscriptionState(
 /** The subscription most worth mirroring: best status, then plan, then newest. */
 export function chooseSubscription(
   subscriptions: readonly Stripe.Subscription[],
+  plans: OurPlans,
 ): Stripe.Subscription | null {
   let best: { subscription: Stripe.Subscription; key: [number, number, number] } | null = null;
   for (const subscription of subscriptions) {
-    const state = subscriptionState(subscription);
+    const state = subscriptionState(subscription, plans);
     const key: [number, number, number] = [
       statusRank(state.status),
       planRank(state.level),

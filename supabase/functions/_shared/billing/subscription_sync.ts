@@ -1,45 +1,75 @@
 /**
  * `syncSubscription`: the one way a processor subscription reaches
- * `public.subscriptions`. Used by the webhook, check-subscription, the sync
- * jobs and fix-user-subscription. It finds the user, refuses stale state,
- * settles which of two subscriptions a user's row mirrors, and writes only
- * when something changed (so `updated_at` moves on every change and only then).
+ * `public.subscriptions`. Used by the webhook, check-subscription,
+ * create-checkout, the sync jobs and fix-user-subscription.
+ *
+ * It works in two phases, so no transaction, lock or pooled connection is
+ * ever held across a call to the processor:
+ *
+ * 1. Read ({@linkcode readForSync}, {@linkcode readContenders}): the
+ *    subscription (read by the caller, with the time of the read), our plans,
+ *    and — only when the row may hold another live subscription — that one
+ *    too. Processor calls and plain reads, no transaction.
+ * 2. Write ({@linkcode mirrorInPlace}, {@linkcode writeSync}): one call of
+ *    `public.mirror_subscription()` when the row already mirrors the
+ *    subscription (the common case), else a
+ *    short transaction that finds the user, settles which of two
+ *    subscriptions the row mirrors, and writes only when something changed
+ *    (so `updated_at` moves on every change and only then).
+ *
+ * Ordering comes from the reads, not from event order: a write carrying a
+ * read older than the stored one (`payproc_synced_at`) is refused, so a slow
+ * reader never overwrites a fresher state. A subscription the processor does
+ * not have is never mirrored from anyone's copy of it.
  *
  * @module
  */
 import type Stripe from "stripe";
 import type { Context } from "../context.ts";
-import type { Sql } from "../db.ts";
+import type { Db, Sql, SqlParam } from "../db.ts";
+import { type OurPlans, ourPlans } from "../plan_prices.ts";
 import { lockProcessorObject } from "./locks.ts";
-import { planKeysByPrice } from "./plan_keys.ts";
-import { orNullIfMissing } from "./processor.ts";
-import { type SubscriptionRow, subscriptionRow } from "./subscription_rows.ts";
+import { orNullIfMissing, RereadNeeded } from "./processor.ts";
+import {
+  MIRRORED_NAMES,
+  MIRRORED_PARAMS,
+  MIRRORED_SET,
+  mirroredObject,
+  mirroredValues,
+  mirrorsValues,
+  type SubscriptionRow,
+  subscriptionRow,
+} from "./subscription_rows.ts";
 import {
   chooseSubscription,
   ENDED_STATUSES,
   ENTITLED_STATUSES,
-  needsPlanLookup,
   type SubscriptionState,
   subscriptionState,
 } from "./subscription_state.ts";
-import { existingUserId } from "./users.ts";
+import { existingUserId, isUuid } from "./users.ts";
 
-/** Where the subscription object comes from and whom it is for. */
+/** Where the subscription was read and whom it is for. */
 export interface SyncOptions {
   /** The user to link it to (checkout's `client_reference_id`); else found from our rows and metadata. */
   userId?: string;
-  /**
-   * When the object was read from the processor (taken before the request).
-   * Null: it is an event's payload (the processor no longer has the object).
-   */
-  readAt: Date | null;
-  /** `created` of the event being applied (Unix seconds), if any. */
+  /** When the subscription was read from the processor (taken before the request). */
+  readAt: Date;
+  /** `created` of the webhook event being applied, if any (recorded on the row). */
   eventCreated?: number;
-  /** The caller already holds the subscription's advisory lock (skips taking it again). */
-  locked?: boolean;
 }
 
-/** What {@linkcode syncSubscription} did. */
+/** A subscription as read from the processor, with what writing it needs. */
+export interface SubscriptionRead {
+  subscription: Stripe.Subscription;
+  state: SubscriptionState;
+  plans: OurPlans;
+  options: SyncOptions;
+  /** Subscriptions a user's row may mirror instead, read in the same phase (null: gone). */
+  others: ReadonlyMap<string, Stripe.Subscription | null>;
+}
+
+/** What a sync did. */
 export type SyncResult =
   | { result: "changed" | "unchanged"; userId: string }
   | { result: "stale" | "kept" | "unlinked"; userId: string | null; reason: string };
@@ -50,22 +80,170 @@ export type WriteDecision =
   | { action: "contest"; otherSubscriptionId: string }
   | { action: "skip"; result: "stale" | "kept"; reason: string };
 
+/** How often a sync reads again after meeting a subscription it had not read. */
+const MAX_READS = 3;
+
 /**
- * Mirrors `subscription` into its user's row, inside the caller's
- * transaction. Serialised per subscription (advisory lock) and per row
- * (`for update`).
+ * Mirrors `subscription` (read at `options.readAt`) into its user's row:
+ * both phases, reading again when the write meets a subscription it has not
+ * read.
  */
 export async function syncSubscription(
   ctx: Context,
-  sql: Sql,
   subscription: Stripe.Subscription,
   options: SyncOptions,
 ): Promise<SyncResult> {
-  if (!options.locked) await lockProcessorObject(sql, subscription.id);
-  const keys = needsPlanLookup(subscription) ? await planKeysByPrice(ctx) : undefined;
-  const state = subscriptionState(subscription, keys);
-  const fast = await fastPath(sql, state, options);
-  if (fast) return fast;
+  let read = await readForSync(ctx, subscription, options);
+  const quick = await mirrorInPlace(ctx.db, read);
+  if (quick) return quick;
+  read = await readContenders(ctx, read);
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await ctx.db.tx((sql) => writeSync(sql, read));
+    } catch (error) {
+      if (!(error instanceof RereadNeeded) || attempt >= MAX_READS) throw error;
+      read = await readContenders(ctx, read, [error.objectId]);
+    }
+  }
+}
+
+/**
+ * Reads subscription `id`; null when the processor does not have it. (Its
+ * customer is read only if the full write needs it, see {@linkcode readContenders}.)
+ */
+export async function readSubscription(
+  ctx: Context,
+  id: string,
+): Promise<{ subscription: Stripe.Subscription; readAt: Date } | null> {
+  const payproc = await ctx.payproc();
+  const readAt = new Date();
+  const subscription = await orNullIfMissing(payproc.subscriptions.retrieve(id));
+  return subscription ? { subscription, readAt } : null;
+}
+
+/** Phase 1: our plans (cached) and what `subscription` means for a row. No database. */
+export async function readForSync(
+  ctx: Context,
+  subscription: Stripe.Subscription,
+  options: SyncOptions,
+): Promise<SubscriptionRead> {
+  const plans = await ourPlans(ctx);
+  return {
+    subscription,
+    state: subscriptionState(subscription, plans),
+    plans,
+    options,
+    others: new Map(),
+  };
+}
+
+/**
+ * Phase 1, for the full write: reads the live subscriptions other rows that
+ * the write may meet hold (the row of the subscription's customer, of the
+ * users it may belong to), plus `also`. Plain reads and processor calls.
+ */
+export async function readContenders(
+  ctx: Context,
+  read: SubscriptionRead,
+  also: Iterable<string> = [],
+): Promise<SubscriptionRead> {
+  const { state, options } = read;
+  const payproc = await ctx.payproc();
+  let subscription = read.subscription;
+  if (typeof subscription.customer === "string") {
+    // Its metadata may name the user: read the customer too, unless a listing expanded it.
+    const customer = await orNullIfMissing(payproc.customers.retrieve(subscription.customer));
+    if (customer) subscription = { ...subscription, customer };
+  }
+  const candidates = [options.userId, subscription.metadata?.user_id, customerUserId(subscription)]
+    .filter(isUuid);
+  const rows = await ctx.db.query<{ payproc_subscription_id: string }>(
+    `select payproc_subscription_id from public.subscriptions
+     where (payproc_customer_id = $1 or user_id = any($2::uuid[]))
+       and payproc_subscription_id is not null and payproc_subscription_id <> $3
+       and subscription_status <> all($4::text[])`,
+    [state.customerId, candidates, state.subscriptionId, ENDED_STATUSES],
+  );
+  const wanted = new Set([...rows.map((r) => r.payproc_subscription_id), ...also]);
+  const others = new Map(read.others);
+  for (const id of wanted) {
+    if (!others.has(id)) others.set(id, await orNullIfMissing(payproc.subscriptions.retrieve(id)));
+  }
+  return { ...read, subscription, others };
+}
+
+/** The `user_id` our metadata puts on the subscription's customer, when it is expanded. */
+function customerUserId(subscription: Stripe.Subscription): string | null {
+  const customer = subscription.customer;
+  if (typeof customer === "string" || customer.deleted) return null;
+  return customer.metadata?.user_id ?? null;
+}
+
+/** The parameters of the statements below: mirrored values, the read, the event, a user. */
+function params(read: SubscriptionRead, userId: string | null): SqlParam[] {
+  const created = read.options.eventCreated;
+  return [
+    ...mirroredValues(read.state),
+    read.options.readAt,
+    created === undefined ? null : new Date(created * 1000),
+    userId,
+  ];
+}
+
+/** A row's verdict from `public.mirror_subscription()`. */
+export interface MirrorRow {
+  user_id: string;
+  /** The row's customer (and user, when one is asked for) are the subscription's. */
+  matches: boolean;
+  /** The read is not older than the stored one. */
+  fresh: boolean;
+  /** The row already holds the values. */
+  same: boolean;
+  /** This statement changed it. */
+  changed: boolean;
+}
+
+/** The arguments of `public.mirror_subscription()` for `read` (a ledger entry appends the event). */
+export function mirrorArgs(read: SubscriptionRead): SqlParam[] {
+  const created = read.options.eventCreated;
+  return [
+    JSON.stringify(mirroredObject(read.state)),
+    read.options.readAt,
+    created === undefined ? null : new Date(created * 1000),
+    read.options.userId ?? null,
+  ];
+}
+
+/** SQL: the fast path (`public.mirror_subscription`, see its migration), without an event. */
+const MIRROR_IN_PLACE =
+  "select * from public.mirror_subscription($1::jsonb, $2::timestamptz, $3::timestamptz, $4::uuid)";
+
+/** What a judged row means, when it settles the sync. */
+export function settledBy(row: MirrorRow | null): SyncResult | null {
+  if (row === null || !row.matches) return null;
+  if (row.changed) return { result: "changed", userId: row.user_id };
+  if (!row.fresh) {
+    return { result: "stale", userId: row.user_id, reason: "a newer read is already stored" };
+  }
+  if (row.same) return { result: "unchanged", userId: row.user_id };
+  return null;
+}
+
+/** Phase 2, common case: one call, when the row already mirrors the subscription. Null: not settled. */
+export async function mirrorInPlace(db: Db, read: SubscriptionRead): Promise<SyncResult | null> {
+  const row = await db.maybeOne<MirrorRow>(MIRROR_IN_PLACE, mirrorArgs(read));
+  return settledBy(row);
+}
+
+/**
+ * Phase 2, full path, inside the caller's transaction: serialised per
+ * subscription (advisory lock) and per row (`for update`). Throws
+ * {@linkcode RereadNeeded} when the row holds a live subscription the read
+ * phase did not read.
+ */
+export async function writeSync(sql: Sql, read: SubscriptionRead): Promise<SyncResult> {
+  const { state, options } = read;
+  await lockProcessorObject(sql, state.subscriptionId);
   const linked = await sql.maybeOne<SubscriptionRow>(
     "select * from public.subscriptions where payproc_subscription_id = $1 for update",
     [state.subscriptionId],
@@ -73,8 +251,7 @@ export async function syncSubscription(
   if (linked && options.userId && linked.user_id !== options.userId) {
     return skip("kept", linked.user_id, "the subscription is linked to another user");
   }
-  const userId = linked?.user_id ?? options.userId ??
-    await userOfSubscription(ctx, sql, subscription, state);
+  const userId = linked?.user_id ?? options.userId ?? await userOfSubscription(sql, read);
   if (userId === null) {
     return { result: "unlinked", userId: null, reason: "no user is linked to its customer" };
   }
@@ -83,10 +260,8 @@ export async function syncSubscription(
     const current = linked?.user_id === userId
       ? linked
       : await subscriptionRow(sql, userId, { lock: true });
-    let decision = decideWrite(current, state, options);
-    if (decision.action === "contest") {
-      decision = await contest(ctx, subscription, decision.otherSubscriptionId);
-    }
+    let decision = decideWrite(current, state, options.readAt);
+    if (decision.action === "contest") decision = contest(read, decision.otherSubscriptionId);
     if (decision.action === "skip") return skip(decision.result, userId, decision.reason);
     if (current?.payproc_customer_id !== state.customerId) {
       const owner = await sql.maybeOne<{ user_id: string }>(
@@ -95,96 +270,34 @@ export async function syncSubscription(
       );
       if (owner) return skip("kept", userId, "its customer is linked to another user");
     }
-    const values = rowValues(userId, state, options);
     if (current === null) {
-      const inserted = await sql.maybeOne(INSERT, values);
+      const inserted = await sql.maybeOne(INSERT, params(read, userId));
       if (inserted) return { result: "changed", userId };
       continue; // a concurrent first write (same user or customer): decide again against it
     }
-    const updated = await sql.maybeOne(UPDATE, values);
+    const updated = await sql.maybeOne(UPDATE, params(read, userId));
     return { result: updated ? "changed" : "unchanged", userId };
   }
   throw new Error(`Cannot sync subscription "${state.subscriptionId}": its row keeps changing`);
 }
 
 /**
- * The common case: the row already mirrors this subscription. One statement
- * updates it when the state is fresh and differs; otherwise a second one
- * settles "unchanged" or "stale". Null: take the full path.
- */
-async function fastPath(
-  sql: Sql,
-  state: SubscriptionState,
-  options: SyncOptions,
-): Promise<SyncResult | null> {
-  const params = [
-    state.subscriptionId,
-    state.level,
-    state.status,
-    state.customerId,
-    state.priceId,
-    state.interval,
-    state.periodStart,
-    state.periodEnd,
-    state.cancelAtPeriodEnd,
-    options.readAt,
-    options.eventCreated === undefined ? null : new Date(options.eventCreated * 1000),
-    options.userId ?? null,
-    ENDED_STATUSES.includes(state.status),
-  ];
-  const updated = await sql.maybeOne<{ user_id: string }>(FAST_UPDATE, params);
-  if (updated) return { result: "changed", userId: updated.user_id };
-  const row = await sql.maybeOne<FastRow>(FAST_CHECK, params);
-  if (row === null || !row.matches) return null;
-  if (!row.fresh) {
-    return skip(
-      "stale",
-      row.user_id,
-      options.readAt !== null
-        ? "a newer read is already stored"
-        : "a newer event is already applied",
-    );
-  }
-  return row.same ? { result: "unchanged", userId: row.user_id } : null;
-}
-
-interface FastRow {
-  user_id: string;
-  /** The row's customer (and user, when one is asked for) are this subscription's. */
-  matches: boolean;
-  /** The state is not older than the stored one. */
-  fresh: boolean;
-  /** The row already holds the state. */
-  same: boolean;
-}
-
-/**
- * Whether `state` may overwrite `current`: the same subscription unless the
- * state is older than what is stored; another subscription unless the row's
- * is still live (then the better of the two wins, see {@linkcode contest}) or
- * an active grant meets a subscription that gives no access.
+ * Whether `state` (read at `readAt`) may overwrite `current`: the same
+ * subscription unless the read is older than the stored one; another
+ * subscription unless the row's is still live (then the better of the two
+ * wins, see {@linkcode contest}) or an active grant meets a subscription
+ * that gives no access.
  */
 export function decideWrite(
   current: SubscriptionRow | null,
   state: SubscriptionState,
-  options: SyncOptions,
+  readAt: Date,
   now: Date = new Date(),
 ): WriteDecision {
   if (current === null) return { action: "write" };
   if (current.payproc_subscription_id === state.subscriptionId) {
-    if (options.readAt !== null) {
-      if (current.payproc_synced_at && options.readAt < current.payproc_synced_at) {
-        return { action: "skip", result: "stale", reason: "a newer read is already stored" };
-      }
-      return { action: "write" };
-    }
-    const stored = current.payproc_event_created?.getTime();
-    const created = options.eventCreated;
-    if (stored !== undefined && created !== undefined) {
-      const ms = created * 1000;
-      if (ms < stored || (ms === stored && !ENDED_STATUSES.includes(state.status))) {
-        return { action: "skip", result: "stale", reason: "a newer event is already applied" };
-      }
+    if (current.payproc_synced_at && readAt < current.payproc_synced_at) {
+      return { action: "skip", result: "stale", reason: "a newer read is already stored" };
     }
     return { action: "write" };
   }
@@ -205,152 +318,43 @@ export function decideWrite(
   return { action: "write" };
 }
 
-/** Two live subscriptions for one user: re-read the stored one and keep the better. */
-async function contest(
-  ctx: Context,
-  incoming: Stripe.Subscription,
-  otherId: string,
-): Promise<WriteDecision> {
-  const other = await orNullIfMissing(ctx.payproc.subscriptions.retrieve(otherId));
-  if (other === null || chooseSubscription([other, incoming]) === incoming) {
+/** Two live subscriptions for one user: keep the better of the two (both read in phase 1). */
+function contest(read: SubscriptionRead, otherId: string): WriteDecision {
+  const other = read.others.get(otherId);
+  if (other === undefined) throw new RereadNeeded(otherId);
+  if (other === null || chooseSubscription([other, read.subscription], read.plans) !== other) {
     return { action: "write" };
   }
   return { action: "skip", result: "kept", reason: `subscription "${otherId}" outranks it` };
 }
 
 /** The user a subscription belongs to: by its customer's row, then our metadata. */
-async function userOfSubscription(
-  ctx: Context,
-  sql: Sql,
-  subscription: Stripe.Subscription,
-  state: SubscriptionState,
-): Promise<string | null> {
+async function userOfSubscription(sql: Sql, read: SubscriptionRead): Promise<string | null> {
   const byCustomer = await sql.maybeOne<{ user_id: string }>(
     "select user_id from public.subscriptions where payproc_customer_id = $1",
-    [state.customerId],
+    [read.state.customerId],
   );
   if (byCustomer) return byCustomer.user_id;
-  const fromSubscription = await existingUserId(sql, subscription.metadata?.user_id);
-  if (fromSubscription) return fromSubscription;
-  const customer = typeof subscription.customer === "string"
-    ? await orNullIfMissing(ctx.payproc.customers.retrieve(subscription.customer))
-    : subscription.customer;
-  if (customer === null || customer.deleted) return null;
-  return await existingUserId(sql, customer.metadata?.user_id);
+  return await existingUserId(sql, read.subscription.metadata?.user_id) ??
+    await existingUserId(sql, customerUserId(read.subscription));
 }
 
-function skip(
-  result: "stale" | "kept",
-  userId: string | null,
-  reason: string,
-): SyncResult {
+function skip(result: "stale" | "kept", userId: string | null, reason: string): SyncResult {
   return { result, userId, reason };
 }
 
-function rowValues(userId: string, state: SubscriptionState, options: SyncOptions) {
-  return [
-    userId,
-    state.level,
-    state.status,
-    state.customerId,
-    state.subscriptionId,
-    state.priceId,
-    state.interval,
-    state.periodStart,
-    state.periodEnd,
-    state.cancelAtPeriodEnd,
-    options.readAt,
-    options.eventCreated === undefined ? null : new Date(options.eventCreated * 1000),
-  ];
-}
-
-/** SQL (on alias `a`): the state in $2..$9 is what the row holds for subscription $1 / customer $4. */
-const sameAs = (a: string) => `
-  (${a}.subscription_level, ${a}.subscription_status, ${a}.source, ${a}.payproc_customer_id,
-   ${a}.payproc_price_id, ${a}.billing_interval, ${a}.current_period_start,
-   ${a}.current_period_end, ${a}.cancel_at_period_end)
-  is not distinct from
-    ($2::text, $3::text, 'payproc'::text, $4::text, $5::text, $6::text, $7::timestamptz,
-     $8::timestamptz, $9::boolean)`;
-
-/**
- * SQL (on alias `a`): the rules of {@linkcode decideWrite} for the same
- * subscription — a read ($10) not older than the stored read; without one,
- * an event ($11) not older than the stored event, a tie going to an ended
- * status ($13).
- */
-const freshFor = (a: string) => `
-  case
-    when $10::timestamptz is not null then
-      ${a}.payproc_synced_at is null or ${a}.payproc_synced_at <= $10::timestamptz
-    else
-      $11::timestamptz is null or ${a}.payproc_event_created is null
-      or ${a}.payproc_event_created < $11::timestamptz
-      or (${a}.payproc_event_created = $11::timestamptz and $13::boolean)
-  end`;
-
-/** SQL (on alias `a`): the row's customer is $4 and its user is $12 when given. */
-const matchesFor = (a: string) =>
-  `(${a}.payproc_customer_id is not distinct from $4::text
-    and ($12::uuid is null or ${a}.user_id = $12::uuid))`;
-
-/**
- * Updates the row mirroring subscription $1 when it matches, the state is
- * fresh and something differs; returns its user then.
- */
-const FAST_UPDATE = `
-  update public.subscriptions s set
-    subscription_level = $2,
-    subscription_status = $3,
-    source = 'payproc',
-    payproc_price_id = $5,
-    billing_interval = $6,
-    current_period_start = $7,
-    current_period_end = $8,
-    cancel_at_period_end = $9,
-    payproc_synced_at = greatest(s.payproc_synced_at, $10::timestamptz),
-    payproc_event_created = greatest(s.payproc_event_created, $11::timestamptz)
-  where s.payproc_subscription_id = $1
-    and ${matchesFor("s")}
-    and ${freshFor("s")}
-    and not ${sameAs("s")}
-  returning s.user_id`;
-
-/** Why {@linkcode FAST_UPDATE} changed nothing (same parameters). */
-const FAST_CHECK = `
-  select s.user_id, ${matchesFor("s")} as matches, ${freshFor("s")} as fresh,
-         ${sameAs("s")} as same
-  from public.subscriptions s
-  where s.payproc_subscription_id = $1`;
-
+/** Inserts the user's first row ($13) unless a row of the user, customer or subscription exists. */
 const INSERT = `
-  insert into public.subscriptions (
-    user_id, subscription_level, subscription_status, source, payproc_customer_id,
-    payproc_subscription_id, payproc_price_id, billing_interval, current_period_start,
-    current_period_end, cancel_at_period_end, payproc_synced_at, payproc_event_created
-  ) values ($1, $2, $3, 'payproc', $4, $5, $6, $7, $8, $9, $10, $11, $12)
+  insert into public.subscriptions (${MIRRORED_NAMES}, payproc_synced_at, payproc_event_created,
+                                    user_id)
+  values (${MIRRORED_PARAMS}, $11::timestamptz, $12::timestamptz, $13::uuid)
   on conflict do nothing
   returning id`;
 
+/** Overwrites user $13's row with the mirrored values when something differs. */
 const UPDATE = `
-  update public.subscriptions set
-    subscription_level = $2,
-    subscription_status = $3,
-    source = 'payproc',
-    payproc_customer_id = $4,
-    payproc_subscription_id = $5,
-    payproc_price_id = $6,
-    billing_interval = $7,
-    current_period_start = $8,
-    current_period_end = $9,
-    cancel_at_period_end = $10,
-    payproc_synced_at = greatest(payproc_synced_at, $11::timestamptz),
-    payproc_event_created = greatest(payproc_event_created, $12::timestamptz)
-  where user_id = $1
-    and (subscription_level, subscription_status, source, payproc_customer_id,
-         payproc_subscription_id, payproc_price_id, billing_interval, current_period_start,
-         current_period_end, cancel_at_period_end)
-      is distinct from
-        ($2::text, $3::text, 'payproc'::text, $4::text, $5::text, $6::text, $7::text,
-         $8::timestamptz, $9::timestamptz, $10::boolean)
-  returning id`;
+  update public.subscriptions s set ${MIRRORED_SET},
+    payproc_synced_at = greatest(s.payproc_synced_at, $11::timestamptz),
+    payproc_event_created = greatest(s.payproc_event_created, $12::timestamptz)
+  where s.user_id = $13::uuid and not ${mirrorsValues("s")}
+  returning s.id`;

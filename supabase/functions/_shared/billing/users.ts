@@ -1,6 +1,7 @@
 /**
  * Users as billing sees them: ids taken from processor metadata are checked
- * before they are trusted to exist, and admins name users by id or e-mail.
+ * before they are trusted to exist, e-mail addresses count as the user's
+ * only once confirmed, and admins name users by id or e-mail.
  *
  * @module
  */
@@ -8,20 +9,29 @@ import type { Sql } from "../db.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** A user billing acts for. */
+/** Whether `value` is a UUID string. */
+export function isUuid(value: unknown): value is string {
+  return typeof value === "string" && UUID.test(value);
+}
+
+/** A user billing acts for, as stored in `auth.users`. */
 export interface BillingUser {
   id: string;
   email: string | null;
+  /** Whether the user proved the address (`email_confirmed_at` is set). */
+  email_confirmed: boolean;
 }
 
 /** The id when `candidate` is the id of an existing user, else null. */
 export async function existingUserId(sql: Sql, candidate: unknown): Promise<string | null> {
-  if (typeof candidate !== "string" || !UUID.test(candidate)) return null;
+  if (!isUuid(candidate)) return null;
   const row = await sql.maybeOne<{ id: string }>("select id from auth.users where id = $1", [
     candidate,
   ]);
   return row?.id ?? null;
 }
+
+const USER_COLUMNS = "id, email, email_confirmed_at is not null as email_confirmed";
 
 /** The user with this id or e-mail (case-insensitive), or null. */
 export async function findUser(
@@ -29,13 +39,15 @@ export async function findUser(
   by: { userId?: string; email?: string },
 ): Promise<BillingUser | null> {
   if (by.userId !== undefined) {
-    return await sql.maybeOne<BillingUser>("select id, email from auth.users where id = $1", [
-      by.userId,
-    ]);
+    return await sql.maybeOne<BillingUser>(
+      `select ${USER_COLUMNS} from auth.users where id = $1`,
+      [by.userId],
+    );
   }
   if (by.email !== undefined) {
     return await sql.maybeOne<BillingUser>(
-      "select id, email from auth.users where lower(email) = lower($1) order by created_at limit 1",
+      `select ${USER_COLUMNS} from auth.users where lower(email) = lower($1)
+       order by created_at limit 1`,
       [by.email],
     );
   }

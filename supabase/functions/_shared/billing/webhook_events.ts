@@ -1,60 +1,87 @@
 /**
- * Applying a verified event exactly once: the event is recorded in
- * `payproc_events` and its handler runs in one transaction. A repeated
- * delivery finds the row and changes nothing; concurrent deliveries block on
- * the primary key until the first commits, then no-op; a failing handler
- * rolls back the record with its effects, so the processor's retry redoes it.
- * The same statement takes the advisory lock of the object the event is about
- * (`data.object.id`), so events about one object are applied one at a time.
+ * Applying a verified event exactly once, without holding a database
+ * connection across a processor call:
+ *
+ * 1. The handler reads what the event is about from the processor.
+ * 2. Its `quick` call may record and apply the event in one go (the common
+ *    case: one database round trip per event); otherwise `complete` reads
+ *    what the full write needs and one short transaction records the event
+ *    and writes its effects.
+ *
+ * Either way the ledger row is written with the effects: an event recorded
+ * before (a repeated or concurrent delivery) finds it and changes nothing
+ * (`duplicate`), and a failure rolls back the record with its effects, so
+ * the processor's retry redoes it. A repeat costs one processor read, which
+ * keeps the common path at one database call.
+ *
+ * Ordering does not depend on delivery order: handlers write state re-read
+ * from the processor, guarded by the time of the read.
  *
  * @module
  */
-import type Stripe from "stripe";
 import type { Context } from "../context.ts";
-import { objectLockKey } from "./locks.ts";
-import { handlerFor, WEBHOOK_HANDLERS } from "./webhook_handlers.ts";
-import { objectId, type WebhookHandlers, type WebhookResult } from "./webhook_types.ts";
+import type { Sql } from "../db.ts";
+import { RereadNeeded } from "./processor.ts";
+import { handlerFor } from "./webhook_handlers.ts";
+import { recordEvent, settleOutcome } from "./webhook_ledger.ts";
+import type { EventOutcome, LedgerEntry, WebhookHandler, WebhookResult } from "./webhook_types.ts";
+import type { Endpoint, VerifiedEvent } from "./webhook_verify.ts";
 
-/** What applying an event did. */
-export type EventOutcome = WebhookResult | { outcome: "duplicate" };
+/** How often a write may send its handler back to read an object it met unread. */
+const MAX_READS = 3;
 
-/** Records and handles `event` once. */
+/** Finds the handler of an event (the dispatch tables; tests pass their own). */
+export type HandlerLookup = (endpoint: Endpoint, type: string) => WebhookHandler | undefined;
+
+/** Records and handles a verified event once. */
 export async function processEvent(
   ctx: Context,
-  event: Stripe.Event,
-  handlers: Readonly<WebhookHandlers> = WEBHOOK_HANDLERS,
+  verified: VerifiedEvent,
+  lookup: HandlerLookup = handlerFor,
 ): Promise<EventOutcome> {
-  return await ctx.db.tx(async (sql) => {
-    const recorded = await sql.maybeOne(
-      `with recorded as (
-         insert into public.payproc_events (id, type, created, account, livemode, api_version)
-         values ($1, $2, to_timestamp($3), $4, $5, $6)
-         on conflict (id) do nothing
-         returning id
-       )
-       select id, pg_advisory_xact_lock(hashtextextended($7, 0)) from recorded`,
-      [
-        event.id,
-        event.type,
-        event.created,
-        event.account ?? null,
-        event.livemode === true,
-        event.api_version ?? null,
-        objectLockKey(objectId(event)),
-      ],
-    );
-    if (!recorded) return { outcome: "duplicate" } as const;
-    const handler = handlerFor(event.type, handlers);
-    const result: WebhookResult = handler
-      ? await handler({ event, sql, ctx })
-      : { outcome: "ignored", detail: `no handler for "${event.type}"` };
-    if (result.outcome !== "applied" || result.detail !== undefined) {
-      await sql.query("update public.payproc_events set outcome = $2, detail = $3 where id = $1", [
-        event.id,
-        result.outcome,
-        result.detail ?? null,
-      ]);
+  const entry: LedgerEntry = verified;
+  const handler = lookup(entry.endpoint, entry.event.type);
+  if (!handler) {
+    return await inTransaction(ctx, entry, () =>
+      Promise.resolve({
+        outcome: "ignored" as const,
+        detail: `no handler for "${entry.event.type}" on the ${entry.endpoint} endpoint`,
+      }));
+  }
+  return await applyWith(ctx, entry, handler);
+}
+
+async function applyWith(
+  ctx: Context,
+  entry: LedgerEntry,
+  handler: WebhookHandler,
+): Promise<EventOutcome> {
+  const { event } = entry;
+  let read = await handler.read({ event, ctx });
+  const quick = await handler.quick?.({ entry, db: ctx.db, read });
+  if (quick) return quick;
+  let also: string[] = [];
+  for (let attempt = 1;; attempt++) {
+    if (handler.complete) read = await handler.complete({ ctx, read, also });
+    try {
+      return await inTransaction(ctx, entry, (sql) => handler.write({ event, sql, read }));
+    } catch (error) {
+      if (!(error instanceof RereadNeeded) || attempt >= MAX_READS) throw error;
+      also = [...also, error.objectId];
     }
+  }
+}
+
+/** Records the event and runs `write` in one transaction; a duplicate changes nothing. */
+function inTransaction(
+  ctx: Context,
+  entry: LedgerEntry,
+  write: (sql: Sql) => Promise<WebhookResult>,
+): Promise<EventOutcome> {
+  return ctx.db.tx(async (sql) => {
+    if (!(await recordEvent(sql, entry))) return { outcome: "duplicate" } as const;
+    const result = await write(sql);
+    await settleOutcome(sql, entry, result);
     return result;
   });
 }

@@ -1,41 +1,56 @@
 /**
- * Types of webhook event handlers: one per event type, typed by the event.
+ * Types of webhook event handlers: one per event type, typed by the event,
+ * in the phases of design §5 — read from the processor first, then write
+ * briefly in the event's transaction.
  *
  * @module
  */
 import type Stripe from "stripe";
 import type { Context } from "../context.ts";
-import type { Sql } from "../db.ts";
+import type { Db, Sql } from "../db.ts";
+import type { Endpoint } from "./webhook_verify.ts";
 
 /** The event of type `T`. */
 export type EventOf<T extends Stripe.Event.Type> = Extract<Stripe.Event, { type: T }>;
 
-/** What a handler gets: the verified event, the event's transaction and the context. */
-export interface WebhookArgs<E extends Stripe.Event = Stripe.Event> {
-  event: E;
-  /**
-   * The transaction the event is recorded in; effects written here commit
-   * with it. It already holds the advisory lock of `event.data.object.id`.
-   */
-  sql: Sql;
-  ctx: Context;
-}
-
 /** How an event ended (`payproc_events.outcome`). */
 export interface WebhookResult {
   outcome: "applied" | "ignored" | "skipped";
-  /** Why it was ignored or skipped. */
+  /** Why it was ignored or skipped, or a note on an applied one. */
   detail?: string;
 }
 
-/** Handles one event type; throwing rolls the event back and answers 5xx (retried). */
-export type WebhookHandler<E extends Stripe.Event = Stripe.Event> = (
-  args: WebhookArgs<E>,
-) => Promise<WebhookResult>;
+/** What applying an event did: its result, or nothing because it was recorded before. */
+export type EventOutcome = WebhookResult | { outcome: "duplicate" };
+
+/** An event on its way into the ledger, and the endpoint that verified it. */
+export interface LedgerEntry {
+  event: Stripe.Event;
+  endpoint: Endpoint;
+}
+
+/**
+ * Handles one event type. `read` runs first, outside any transaction (the
+ * processor is called only here); then, if `quick` settles the event in one
+ * statement (recording it too), that is all; else `complete` reads what the
+ * full write needs and `write` runs in the transaction that records the
+ * event. `write` may throw `RereadNeeded`: then `complete` runs again with
+ * that object and `write` is retried.
+ */
+export interface WebhookHandler<E extends Stripe.Event = Stripe.Event, R = unknown> {
+  /** Reads what the event is about from the processor. */
+  read(args: { event: E; ctx: Context }): Promise<R>;
+  /** Records and applies the event in one statement when it can; null otherwise. */
+  quick?(args: { entry: LedgerEntry; db: Db; read: R }): Promise<EventOutcome | null>;
+  /** Reads what the full write needs (`also`: objects a previous write met unread). */
+  complete?(args: { ctx: Context; read: R; also: readonly string[] }): Promise<R>;
+  /** Writes the effects inside the event's transaction. */
+  write(args: { event: E; sql: Sql; read: R }): Promise<WebhookResult>;
+}
 
 /** Handlers by event type. */
 export type WebhookHandlers = {
-  [T in Stripe.Event.Type]?: WebhookHandler<EventOf<T>>;
+  [T in Stripe.Event.Type]?: WebhookHandler<EventOf<T>, unknown>;
 };
 
 /** Shorthands for results. */
@@ -45,9 +60,3 @@ export const applied = (detail?: string): WebhookResult =>
 export const ignored = (detail: string): WebhookResult => ({ outcome: "ignored", detail });
 /** An event refused on purpose. */
 export const skipped = (detail: string): WebhookResult => ({ outcome: "skipped", detail });
-
-/** The id of the object an event is about (`data.object.id`), or the event's own. */
-export function objectId(event: Stripe.Event): string {
-  const id = (event.data.object as { id?: unknown }).id;
-  return typeof id === "string" && id !== "" ? id : event.id;
-}

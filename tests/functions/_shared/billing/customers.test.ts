@@ -34,22 +34,38 @@ sqlTest(
 );
 
 sqlTest(
-  "findCustomer() prefers our metadata; by e-mail only a customer naming no other user and held by no other row",
+  "findCustomer() prefers our metadata; by e-mail only when asked, for a confirmed address, naming no other user",
   async () => {
-    const user = await createUser(db.pool);
+    const unconfirmed = await createUser(db.pool);
+    const byAddress = double.addCustomer({ email: unconfirmed.email });
+    assert.equal(await findCustomer(ctx(), unconfirmed), null, "user calls never match by e-mail");
+    assert.equal(
+      await findCustomer(ctx(), unconfirmed, { byEmail: true }),
+      null,
+      "an unconfirmed address proves nothing",
+    );
+    const confirmed = await createUser(db.pool, { confirmed: true });
+    const theirs = double.addCustomer({ email: confirmed.email });
+    assert.equal(await findCustomer(ctx(), confirmed), null);
+    const found = await findCustomer(ctx(), confirmed, { byEmail: true });
+    assert.deepEqual([found?.customer.id, found?.via], [theirs.id, "email"]);
+    assert.equal(found?.customer.metadata?.user_id, confirmed.id, "tagged with our user id");
+    void byAddress;
+
+    const user = await createUser(db.pool, { confirmed: true });
     const other = await createUser(db.pool);
     double.addCustomer({ email: user.email, metadata: { user_id: other.id } });
     const heldElsewhere = double.addCustomer({ email: user.email });
     await linkCustomer(runtime.database, other.id, heldElsewhere.id);
-    assert.equal(await findCustomer(ctx(), user), null);
+    assert.equal(await findCustomer(ctx(), user, { byEmail: true }), null);
 
     const tagged = double.addCustomer({
       email: "different@example.test",
       metadata: { user_id: user.id },
     });
-    const found = await findCustomer(ctx(), user);
-    assert.equal(found?.customer.id, tagged.id);
-    assert.equal(found?.via, "metadata");
+    const byMetadata = await findCustomer(ctx(), user);
+    assert.equal(byMetadata?.customer.id, tagged.id);
+    assert.equal(byMetadata?.via, "metadata");
   },
 );
 

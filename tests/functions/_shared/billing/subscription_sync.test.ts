@@ -15,12 +15,9 @@ function current(id: string): Stripe.Subscription {
 
 async function sync(
   subscription: Stripe.Subscription,
-  options: { userId?: string; readAt?: Date | null; eventCreated?: number } = {},
+  options: { userId?: string; readAt?: Date; eventCreated?: number } = {},
 ) {
-  const c = ctx();
-  return await c.db.tx((sql) =>
-    syncSubscription(c, sql, subscription, { readAt: new Date(), ...options })
-  );
+  return await syncSubscription(ctx(), subscription, { readAt: new Date(), ...options });
 }
 
 function customerFor(user: TestUser) {

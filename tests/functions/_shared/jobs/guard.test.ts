@@ -1,8 +1,6 @@
 import assert from "node:assert/strict";
-import {
-  runGuardedJob,
-  startJobRun,
-} from "../../../../supabase/functions/_shared/billing/job_guard.ts";
+import { runGuardedJob } from "../../../../supabase/functions/_shared/jobs/guard.ts";
+import { startJobRun } from "../../../../supabase/functions/_shared/jobs/runs.ts";
 import { Context } from "../../../../supabase/functions/_shared/context.ts";
 import { HttpError, upstreamUnavailable } from "../../../../supabase/functions/_shared/errors.ts";
 import { createTestDatabase, sqlTest } from "../../../support/db.ts";
@@ -27,6 +25,7 @@ sqlTest("runGuardedJob() records a successful run with its counts", async () => 
     tally.count("skipped", 2);
     return Promise.resolve();
   });
+  assert.ok(!("skipped" in output));
   assert.equal(output.job, "job-ok");
   assert.deepEqual(output.counts, { skipped: 2 });
   assert.deepEqual(await runs("job-ok"), [
@@ -35,16 +34,33 @@ sqlTest("runGuardedJob() records a successful run with its counts", async () => 
 });
 
 sqlTest(
-  "runGuardedJob() refuses an overlapping run with 409 and lets one run at a time",
+  "runGuardedJob() skips a start while a run is in progress (naming that run) and lets one run at a time",
   async () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => release = resolve);
-    const first = runGuardedJob(ctx(), "job-overlap", {}, () => gate);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    await assert.rejects(
-      runGuardedJob(ctx(), "job-overlap", {}, () => Promise.resolve()),
-      (e: unknown) => e instanceof HttpError && e.status === 409 && e.code === "conflict",
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => started = resolve);
+    const first = runGuardedJob(ctx(), "job-overlap", {}, () => {
+      started();
+      return gate;
+    });
+    await running;
+    let worked = false;
+    const second = await runGuardedJob(ctx(), "job-overlap", {}, () => {
+      worked = true;
+      return Promise.resolve();
+    });
+    assert.equal(worked, false);
+    const { rows: [live] } = await db.pool.query(
+      "select id, started_at from public.job_runs where job_name = 'job-overlap' and finished_at is null",
     );
+    assert.deepEqual(second, {
+      job: "job-overlap",
+      skipped: true,
+      reason: "already_running",
+      runId: live.id,
+      startedAt: live.started_at.toISOString(),
+    });
     release();
     await first;
     await runGuardedJob(ctx(), "job-overlap", {}, () => Promise.resolve());
@@ -53,8 +69,9 @@ sqlTest(
 );
 
 sqlTest("startJobRun() takes over a run older than its stale_after", async () => {
-  await startJobRun(ctx(), "job-stale", 60_000);
-  await assert.rejects(startJobRun(ctx(), "job-stale", 60_000), HttpError);
+  const first = await startJobRun(ctx(), "job-stale", 60_000);
+  assert.ok("started" in first);
+  assert.deepEqual(await startJobRun(ctx(), "job-stale", 60_000), { running: first.started });
   await db.pool.query(
     "update public.job_runs set started_at = now() - interval '2 minutes' where job_name = 'job-stale'",
   );

@@ -1,0 +1,21 @@
+/**
+ * A subscription the processor no longer has: the row mirroring it (if any)
+ * is ended. This only ever lowers access, so it needs no ordering guard: a
+ * subscription that is gone stays gone.
+ *
+ * @module
+ */
+import type { Sql } from "../db.ts";
+import { lockProcessorObject } from "./locks.ts";
+
+/** Ends the row of a subscription the processor no longer has; whether it changed. */
+export async function markGone(sql: Sql, subscriptionId: string): Promise<boolean> {
+  await lockProcessorObject(sql, subscriptionId);
+  const row = await sql.maybeOne(
+    `update public.subscriptions set subscription_status = 'canceled'
+     where payproc_subscription_id = $1 and subscription_status <> 'canceled'
+     returning id`,
+    [subscriptionId],
+  );
+  return row !== null;
+}

@@ -1,0 +1,193 @@
+import assert from "node:assert/strict";
+import {
+  MIRRORED_COLUMNS,
+  mirroredObject,
+} from "../../supabase/functions/_shared/billing/subscription_rows.ts";
+import type { SubscriptionState } from "../../supabase/functions/_shared/billing/subscription_state.ts";
+import { createTestDatabase, sqlTest } from "../support/db.ts";
+import { asRole, createUser } from "../support/sql.ts";
+
+const db = await createTestDatabase();
+
+interface Verdict {
+  user_id: string;
+  matches: boolean;
+  fresh: boolean;
+  same: boolean;
+  changed: boolean;
+  recorded: boolean;
+}
+
+const DAY = 86_400_000;
+
+/** A mirrored row of a new user, and a state of the same subscription differing in every column. */
+async function mirroredRow() {
+  const user = await createUser(db.pool);
+  const sub = `sub_${crypto.randomUUID().slice(0, 8)}`;
+  const customer = `cus_${crypto.randomUUID().slice(0, 8)}`;
+  await db.pool.query(
+    `insert into public.subscriptions (
+       user_id, subscription_level, subscription_status, source, payproc_customer_id,
+       payproc_subscription_id, payproc_price_id, billing_interval, current_period_start,
+       current_period_end, cancel_at_period_end
+     ) values ($1, 'starter', 'active', 'payproc', $2, $3, 'price_a', 'month',
+               now() - interval '1 day', now() + interval '29 days', false)`,
+    [user.id, customer, sub],
+  );
+  const start = new Date(Date.now() + DAY);
+  const state: SubscriptionState = {
+    subscriptionId: sub,
+    customerId: customer,
+    level: "pro",
+    status: "past_due",
+    priceId: "price_b",
+    interval: "year",
+    periodStart: start,
+    periodEnd: new Date(start.getTime() + 365 * DAY),
+    cancelAtPeriodEnd: true,
+    created: 0,
+  };
+  return { user, state };
+}
+
+async function mirror(
+  state: SubscriptionState,
+  readAt: Date,
+  options: { user?: string; event?: Record<string, unknown> } = {},
+): Promise<Verdict | undefined> {
+  const { rows } = await db.pool.query<Verdict>(
+    "select * from public.mirror_subscription($1::jsonb, $2, $3, $4, $5::jsonb)",
+    [
+      JSON.stringify(mirroredObject(state)),
+      readAt,
+      null,
+      options.user ?? null,
+      options.event ? JSON.stringify(options.event) : null,
+    ],
+  );
+  return rows[0];
+}
+
+async function row(userId: string): Promise<Record<string, unknown>> {
+  return (await db.pool.query("select * from public.subscriptions where user_id = $1", [userId]))
+    .rows[0];
+}
+
+function event(id = `evt_${crypto.randomUUID().slice(0, 8)}`) {
+  return {
+    id,
+    type: "customer.subscription.updated",
+    created: Math.floor(Date.now() / 1000),
+    account: null,
+    livemode: false,
+    api_version: null,
+    endpoint: "platform",
+  };
+}
+
+sqlTest(
+  "mirror_subscription() writes every column of MIRRORED_COLUMNS (the SQL and TS lists agree)",
+  async () => {
+    const { user, state } = await mirroredRow();
+    const before = await row(user.id);
+    const verdict = await mirror(state, new Date());
+    assert.deepEqual(
+      { ...verdict, user_id: undefined },
+      {
+        user_id: undefined,
+        matches: true,
+        fresh: true,
+        same: false,
+        changed: true,
+        recorded: false,
+      },
+    );
+    const after = await row(user.id);
+    const wanted = mirroredObject(state);
+    for (const [column] of MIRRORED_COLUMNS) {
+      const value = after[column] instanceof Date ? after[column].toISOString() : after[column];
+      const expected = wanted[column] instanceof Date
+        ? (wanted[column] as Date).toISOString()
+        : wanted[column];
+      assert.deepEqual(value, expected, column);
+      // The identity columns and source ('payproc' on every mirrored row) cannot differ.
+      if (!["payproc_subscription_id", "payproc_customer_id", "source"].includes(column)) {
+        assert.notDeepEqual(before[column], after[column], `${column} was meant to differ`);
+      }
+    }
+    const again = await mirror(state, new Date());
+    assert.deepEqual([again?.same, again?.changed], [true, false]);
+    assert.deepEqual((await row(user.id)).updated_at, after.updated_at);
+  },
+);
+
+sqlTest(
+  "mirror_subscription() refuses an older read and a row of another customer or user",
+  async () => {
+    const { user, state } = await mirroredRow();
+    await mirror(state, new Date());
+    const stale = await mirror({ ...state, status: "active" }, new Date(Date.now() - 60_000));
+    assert.deepEqual([stale?.fresh, stale?.changed], [false, false]);
+    assert.equal((await row(user.id)).subscription_status, "past_due");
+
+    const otherCustomer = await mirror({ ...state, customerId: "cus_other" }, new Date());
+    assert.deepEqual([otherCustomer?.matches, otherCustomer?.changed], [false, false]);
+    const otherUser = await mirror(state, new Date(), { user: crypto.randomUUID() });
+    assert.equal(otherUser?.matches, false);
+    assert.equal(await mirror({ ...state, subscriptionId: "sub_none" }, new Date()), undefined);
+  },
+);
+
+sqlTest(
+  "mirror_subscription() records its event once, with the verdict as outcome; a repeat changes nothing",
+  async () => {
+    const { user, state } = await mirroredRow();
+    const first = event();
+    assert.equal((await mirror(state, new Date(), { event: first }))?.recorded, true);
+    const repeat = await mirror({ ...state, status: "active" }, new Date(), { event: first });
+    assert.deepEqual([repeat?.recorded, repeat?.changed], [false, false]);
+    assert.equal((await row(user.id)).subscription_status, "past_due");
+
+    const stale = event();
+    await mirror(state, new Date(Date.now() - 60_000), { event: stale });
+    const same = event();
+    await mirror(state, new Date(), { event: same });
+    const mismatch = event();
+    await mirror({ ...state, customerId: "cus_other" }, new Date(), { event: mismatch });
+    const { rows } = await db.pool.query(
+      "select id, outcome, detail, endpoint from public.payproc_events where id = any($1) order by id",
+      [[first.id, stale.id, same.id, mismatch.id]],
+    );
+    const byId = new Map(rows.map((r) => [r.id, [r.outcome, r.detail, r.endpoint]]));
+    assert.deepEqual(byId.get(first.id), ["applied", null, "platform"]);
+    assert.deepEqual(byId.get(stale.id), [
+      "skipped",
+      "stale: a newer read is already stored",
+      "platform",
+    ]);
+    assert.deepEqual(byId.get(same.id), ["applied", "already up to date", "platform"]);
+    assert.equal(byId.has(mismatch.id), false, "no match: the full path records it");
+  },
+);
+
+sqlTest("mirror_subscription() and record_payproc_event() are the service's only", async () => {
+  const user = await createUser(db.pool);
+  for (const role of ["anon", "authenticated"] as const) {
+    await assert.rejects(
+      asRole(
+        db.pool,
+        { role, userId: user.id },
+        (c) => c.query("select public.record_payproc_event($1::jsonb)", [JSON.stringify(event())]),
+      ),
+      /permission denied/,
+    );
+    await assert.rejects(
+      asRole(
+        db.pool,
+        { role, userId: user.id },
+        (c) => c.query("select * from public.mirror_subscription('{}'::jsonb, now())"),
+      ),
+      /permission denied/,
+    );
+  }
+});
