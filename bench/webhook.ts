@@ -84,7 +84,7 @@ function postgresCpuSeconds(dataDir: string): number {
 
 /** CPU seconds of the server, this process (double and load) and PostgreSQL. */
 function cpuNow(serverPid: number): number[] {
-  return [cpuSeconds(serverPid), cpuSeconds(Deno.pid), postgresCpuSeconds(`${state}/db`)];
+  return [cpuSeconds(serverPid), cpuSeconds(Deno.pid), postgresCpuSeconds(postgres.dataDir)];
 }
 
 interface Delivery {

@@ -133,3 +133,32 @@ sqlTest("job_schedule_command() and schedule_jobs() are not for clients", async 
   const { rows } = await db.pool.query("select public.schedule_jobs() as n");
   assert.equal(rows[0].n, 0);
 });
+
+sqlTest("job_schedules: admins read the schedule; other users and anon see nothing", async () => {
+  const { rows: [admin] } = await db.pool.query<{ id: string }>(
+    "insert into auth.users (email) values ('schedule-admin@example.test') returning id",
+  );
+  await db.pool.query("insert into public.user_roles (user_id, role) values ($1, 'admin')", [
+    admin!.id,
+  ]);
+  const { rows: [user] } = await db.pool.query<{ id: string }>(
+    "insert into auth.users (email) values ('schedule-user@example.test') returning id",
+  );
+  const total = (await db.pool.query("select count(*)::int as n from public.job_schedules"))
+    .rows[0].n;
+  assert.ok(total > 0);
+  const seen = (id: string) =>
+    asRole(
+      db.pool,
+      { role: "authenticated", userId: id },
+      async (c) => (await c.query("select count(*)::int as n from public.job_schedules")).rows[0].n,
+    );
+  assert.equal(await seen(admin!.id), total);
+  assert.equal(await seen(user!.id), 0);
+  await asRole(db.pool, { role: "anon" }, async (c) => {
+    await rejectsWith(c, "42501", "select * from public.job_schedules");
+  });
+  await asRole(db.pool, { role: "authenticated", userId: admin!.id }, async (c) => {
+    await rejectsWith(c, "42501", "update public.job_schedules set enabled = false");
+  });
+});
