@@ -4,8 +4,8 @@
  *
  * @module
  */
-import pg from "pg";
 import { SEED_PATH } from "./paths.ts";
+import { withClient } from "./pg_client.ts";
 
 /** Applies `supabase/seed.sql` (it is safe to re-run). */
 export async function seedDatabase(url: string): Promise<void> {
@@ -22,14 +22,4 @@ export function hasMigrationsTable(url: string): Promise<boolean> {
     );
     return rows[0]?.present === true;
   });
-}
-
-async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
 }

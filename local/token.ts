@@ -7,9 +7,9 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import pg from "pg";
 import { loadOrCreateSigningKey, signUserToken } from "./keys.ts";
 import { DEFAULT_DB_URL, SIGNING_KEY_PATH } from "./paths.ts";
+import { withClient } from "./pg_client.ts";
 
 /** Creates or finds the user by e-mail and returns its id; grants admin when asked. */
 export async function ensureUser(
@@ -17,9 +17,8 @@ export async function ensureUser(
   email: string,
   admin: boolean,
 ): Promise<string> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
+  // A failure closes the client before commit, which rolls the transaction back.
+  return await withClient(databaseUrl, async (client) => {
     await client.query("begin");
     const { rows } = await client.query<{ id: string }>(
       `insert into auth.users (email, email_confirmed_at) values ($1, now())
@@ -35,9 +34,7 @@ export async function ensureUser(
     }
     await client.query("commit");
     return id;
-  } finally {
-    await client.end();
-  }
+  });
 }
 
 if (import.meta.main) {

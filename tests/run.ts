@@ -7,7 +7,8 @@
  *
  * @module
  */
-import pg from "pg";
+import { withClient } from "../local/pg_client.ts";
+import { withDatabase } from "./support/db.ts";
 import { freePort, PostgresStartError, startPostgres } from "../local/postgres.ts";
 import { migrate } from "../local/migrate.ts";
 
@@ -29,7 +30,7 @@ const adminUrl = external ?? server!.url;
 let code = 1;
 try {
   await withClient(adminUrl, (c) => c.query(`create database "${template}"`));
-  await migrate(databaseUrl(adminUrl, template), { includePlatform: true });
+  await migrate(withDatabase(adminUrl, template), { includePlatform: true });
 
   const args = Deno.args.length > 0 ? Deno.args : ["tests/"];
   const child = new Deno.Command(Deno.execPath(), {
@@ -62,23 +63,3 @@ try {
   await server?.stop();
 }
 Deno.exit(code);
-
-/** The URL of another database on the same server. */
-function databaseUrl(url: string, database: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${database}`;
-  return parsed.toString();
-}
-
-async function withClient<T>(
-  url: string,
-  fn: (client: pg.Client) => Promise<T>,
-): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}

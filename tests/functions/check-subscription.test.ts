@@ -163,3 +163,23 @@ sqlTest(
     assert.equal((await check(other)).status, 200);
   },
 );
+
+sqlTest(
+  "check-subscription: a processor that does not answer gives 503 upstream_unavailable within the timeout",
+  async () => {
+    const fast = await testRuntime(db, { ...payprocEnv(double), PAYPROC_TIMEOUT_MS: "200" });
+    try {
+      const user = await createUser(db.pool);
+      double.addCustomer({ metadata: { user_id: user.id } });
+      double.failNext({ path: "/v1/customers/search", delayMs: Infinity, times: 2 });
+      const started = performance.now();
+      const res = await check(user, fast);
+      assert.equal(res.status, 503);
+      assert.equal(res.body.error?.code, "upstream_unavailable");
+      assert.ok(performance.now() - started < 5_000, "two attempts of 200 ms, not a hang");
+      assert.equal(await subscriptionOf(db.pool, user.id), null);
+    } finally {
+      await fast.close();
+    }
+  },
+);

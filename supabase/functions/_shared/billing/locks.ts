@@ -9,7 +9,7 @@ import type { Sql } from "../db.ts";
 import { holdXactLock } from "../locks.ts";
 
 /** The advisory lock key text of processor object `id`. */
-export function objectLockKey(id: string): string {
+function objectLockKey(id: string): string {
   return `payproc:${id}`;
 }
 

@@ -61,7 +61,7 @@ export function mirroredObject(state: SubscriptionState): Record<string, SqlPara
 }
 
 /** `$n` of a mirrored column (1-based, in {@linkcode MIRRORED_COLUMNS} order). */
-export function mirroredParam(column: (typeof MIRRORED_COLUMNS)[number][0]): string {
+function mirroredParam(column: (typeof MIRRORED_COLUMNS)[number][0]): string {
   const index = MIRRORED_COLUMNS.findIndex(([name]) => name === column);
   const [, type] = MIRRORED_COLUMNS[index]!;
   return `$${index + 1}::${type}`;

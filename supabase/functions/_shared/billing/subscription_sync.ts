@@ -230,7 +230,7 @@ export function settledBy(row: MirrorRow | null): SyncResult | null {
 }
 
 /** Phase 2, common case: one call, when the row already mirrors the subscription. Null: not settled. */
-export async function mirrorInPlace(db: Db, read: SubscriptionRead): Promise<SyncResult | null> {
+async function mirrorInPlace(db: Db, read: SubscriptionRead): Promise<SyncResult | null> {
   const row = await db.maybeOne<MirrorRow>(MIRROR_IN_PLACE, mirrorArgs(read));
   return settledBy(row);
 }

@@ -48,7 +48,7 @@ function refused(code: string, reason: string): HttpError {
 }
 
 /** The endpoint secrets to try, in order; 503 `not_configured` without the main one. */
-export function webhookSecrets(env: Env): Array<[Endpoint, string]> {
+function webhookSecrets(env: Env): Array<[Endpoint, string]> {
   const secrets: Array<[Endpoint, string]> = [["platform", env.require("PAYPROC_WEBHOOK_SECRET")]];
   const connect = env.values.PAYPROC_CONNECT_WEBHOOK_SECRET;
   if (connect) secrets.push(["connect", connect]);
