@@ -179,15 +179,15 @@ function customerUserId(subscription: Stripe.Subscription): string | null {
   return customer.metadata?.user_id ?? null;
 }
 
+/** When the event being applied was created, if there is one. */
+function eventCreatedAt(read: SubscriptionRead): Date | null {
+  const created = read.options.eventCreated;
+  return created === undefined ? null : new Date(created * 1000);
+}
+
 /** The parameters of the statements below: mirrored values, the read, the event, a user. */
 function params(read: SubscriptionRead, userId: string | null): SqlParam[] {
-  const created = read.options.eventCreated;
-  return [
-    ...mirroredValues(read.state),
-    read.options.readAt,
-    created === undefined ? null : new Date(created * 1000),
-    userId,
-  ];
+  return [...mirroredValues(read.state), read.options.readAt, eventCreatedAt(read), userId];
 }
 
 /** A row's verdict from `public.mirror_subscription()`. */
@@ -205,11 +205,10 @@ export interface MirrorRow {
 
 /** The arguments of `public.mirror_subscription()` for `read` (a ledger entry appends the event). */
 export function mirrorArgs(read: SubscriptionRead): SqlParam[] {
-  const created = read.options.eventCreated;
   return [
     JSON.stringify(mirroredObject(read.state)),
     read.options.readAt,
-    created === undefined ? null : new Date(created * 1000),
+    eventCreatedAt(read),
     read.options.userId ?? null,
   ];
 }
