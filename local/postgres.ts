@@ -133,9 +133,18 @@ export function freePort(): number {
   return port;
 }
 
-/** Ids to run a binary as: PostgreSQL's own user when we are root. */
-function asUser(runAs: PostgresUser | null): { uid?: number; gid?: number } {
-  return runAs ? { uid: runAs.uid, gid: runAs.gid } : {};
+/**
+ * How every PostgreSQL process runs: from `/` (the user may not reach our
+ * folder), with English messages, no stdin, and as PostgreSQL's own user
+ * when we are root.
+ */
+function processOptions(runAs: PostgresUser | null): Deno.CommandOptions {
+  return {
+    cwd: "/",
+    env: { LC_MESSAGES: "C" },
+    stdin: "null",
+    ...(runAs ? { uid: runAs.uid, gid: runAs.gid } : {}),
+  };
 }
 
 /** Creates the cluster (superuser `postgres`, password auth, UTF-8, English messages). */
@@ -159,12 +168,9 @@ async function initdb(
         "--encoding=UTF8",
         "--lc-messages=C",
       ],
-      cwd: "/",
-      env: { LC_MESSAGES: "C" },
-      stdin: "null",
+      ...processOptions(runAs),
       stdout: "piped",
       stderr: "piped",
-      ...asUser(runAs),
     }).output();
     const stderr = new TextDecoder().decode(out.stderr);
     onLog(new TextDecoder().decode(out.stdout) + stderr);
@@ -202,12 +208,9 @@ function spawnServer(
       "-c",
       "max_connections=200",
     ],
-    cwd: "/",
-    env: { LC_MESSAGES: "C" },
-    stdin: "null",
+    ...processOptions(runAs),
     stdout: "null",
     stderr: "piped",
-    ...asUser(runAs),
   }).spawn();
   let exited = false;
   const status = child.status.then((s) => {

@@ -45,7 +45,7 @@ export const ACCESS_RULES: readonly Access[] = [
 
 /** The facts of a function the access rules look at. */
 export interface AccessSpec {
-  access: Exclude<Access, "webhook"> | "webhook";
+  access: Access;
   group: FunctionGroup;
 }
 
