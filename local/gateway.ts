@@ -5,6 +5,8 @@
  * `/auth/v1/.well-known/jwks.json`. Its own answers (404, the `verify_jwt`
  * 401, the JWKS) carry what a function's answers carry: the runtime's
  * security headers, CORS headers for the caller's origin and `X-Request-Id`.
+ * With `mail: true` and `LOCAL_DEV=true` it also serves the local mail viewer
+ * at `/_local/mail` (local/mail_viewer.ts, which sets its own CSP and no CORS).
  *
  * @module
  */
@@ -12,6 +14,7 @@ import type { EdgeFunction } from "../supabase/functions/_shared/function.ts";
 import type { Runtime } from "../supabase/functions/_shared/runtime.ts";
 import { HttpError } from "../supabase/functions/_shared/errors.ts";
 import { type HeaderPairs, requestIdOf } from "../supabase/functions/_shared/headers.ts";
+import { createMailViewer, isMailViewerPath } from "./mail_viewer.ts";
 
 /** Options for {@linkcode createGateway}. */
 export interface GatewayOptions {
@@ -21,6 +24,11 @@ export interface GatewayOptions {
   verifyJwt: ReadonlyMap<string, boolean>;
   /** The public JWK set served to verifiers. */
   jwks: unknown;
+  /**
+   * Serve the local mail viewer at `/_local/mail` from `runtime.database`;
+   * only when the runtime also has `LOCAL_DEV=true` (default: off).
+   */
+  mail?: boolean;
 }
 
 /** The path of the JWKS the gateway serves. */
@@ -34,6 +42,9 @@ export function createGateway(options: GatewayOptions): (req: Request) => Promis
   const { runtime } = options;
   const handlers = new Map<string, (req: Request) => Promise<Response>>();
   for (const [name, fn] of options.functions) handlers.set(name, fn.with(runtime));
+  const mailViewer = options.mail && runtime.env.values.LOCAL_DEV
+    ? createMailViewer(runtime)
+    : undefined;
   const jwksBody = JSON.stringify(options.jwks);
   const preflight: HeaderPairs = Object.entries({
     ...runtime.cors.preflightHeaders(),
@@ -86,6 +97,7 @@ export function createGateway(options: GatewayOptions): (req: Request) => Promis
         ],
       });
     }
+    if (mailViewer && isMailViewerPath(url.pathname)) return await mailViewer(req);
     const match = /^\/functions\/v1\/([^/]+)(\/.*)?$/.exec(url.pathname);
     if (!match) {
       return fail(req, new HttpError(404, "not_found", `No route for "${url.pathname}"`));

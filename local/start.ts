@@ -77,7 +77,13 @@ async function main(): Promise<void> {
 
     const functions = await loadFunctions();
     const verifyJwt = readVerifyJwt(await Deno.readTextFile(CONFIG_TOML_PATH));
-    const gateway = createGateway({ functions, runtime, verifyJwt, jwks: jwksOf(signingKey) });
+    const gateway = createGateway({
+      functions,
+      runtime,
+      verifyJwt,
+      jwks: jwksOf(signingKey),
+      mail: true,
+    });
     const server = Deno.serve({ hostname: "127.0.0.1", port, onListen: () => {} }, gateway);
     stops.unshift(() => server.shutdown());
     const scheduler = await startScheduler({
@@ -88,7 +94,15 @@ async function main(): Promise<void> {
     });
     stops.unshift(() => scheduler.stop());
 
-    console.log(banner({ url, anonKey, serviceKey, functions: functions.size, applied, dbUrl }));
+    console.log(banner({
+      url,
+      anonKey,
+      serviceKey,
+      functions: functions.size,
+      applied,
+      dbUrl,
+      mail: runtime.env.values.LOCAL_DEV,
+    }));
   } catch (error) {
     for (const stop of stops) await stop();
     throw error;
@@ -119,12 +133,15 @@ function banner(info: {
   functions: number;
   applied: string[];
   dbUrl: string;
+  /** Whether the mail viewer is served (`LOCAL_DEV`). */
+  mail: boolean;
 }): string {
   return [
     "",
     `Local stack ready: ${info.functions} functions, ${info.applied.length} new migration(s) applied`,
     `  Functions        ${info.url}/functions/v1/<name>`,
     `  JWKS             ${info.url}/auth/v1/.well-known/jwks.json`,
+    ...(info.mail ? [`  Mail             ${info.url}/_local/mail`] : []),
     `  Database         ${info.dbUrl.replace(/:[^:@/]+@/, ":****@")}`,
     `  anon key         ${info.anonKey}`,
     `  service_role key ${info.serviceKey}`,

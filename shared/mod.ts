@@ -11,5 +11,7 @@ export * from "./blur.ts";
 export * from "./functions.ts";
 export * from "./invoke.ts";
 export * from "./job_schemas.ts";
+export * from "./notification_schemas.ts";
+export * from "./notifications.ts";
 export * from "./plans.ts";
 export * from "./schemas.ts";

@@ -18,14 +18,6 @@ export const ErrorBody = z.object({
   }),
 });
 
-/** `send-email` request. */
-export const SendEmailInput = z.object({
-  to: z.email(),
-  subject: z.string().trim().min(1).max(300),
-  html: z.string().min(1).max(500_000),
-  emailType: z.string().trim().min(1).max(100),
-});
-
 /** `get-price-id` request. */
 export const GetPriceIdInput = z.object({ plan: z.string().trim().min(1).max(100) });
 /** `get-price-id` response. */

@@ -78,6 +78,13 @@ Deno.test({
       assert.equal(jwks.keys[0].kty, "EC");
       assert.equal(jwks.keys[0].d, undefined, "the private part must never be served");
 
+      // The local mail viewer (LOCAL_DEV): served, and named in the banner.
+      assert.ok(stack.output().includes(`  Mail             ${stack.url}/_local/mail`));
+      const mail = await fetch(`${stack.url}/_local/mail`);
+      assert.equal(mail.status, 200);
+      assert.match(mail.headers.get("content-type") ?? "", /^text\/html/);
+      assert.match(await mail.text(), /<title>Local mail<\/title>/);
+
       const client = new pg.Client({ connectionString: dbUrl });
       await client.connect();
       const { rows } = await client.query(

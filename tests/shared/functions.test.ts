@@ -18,9 +18,7 @@ const EXPECTED: Record<Access, string[]> = {
   admin: [
     "release-deal-payout",
     "refund-deal-payment",
-    "send-admin-listing-notification",
     "send-admin-message",
-    "send-admin-contact-notification",
     "cleanup-duplicates",
     "process-sponsored-activations",
     "fix-subscription-dates",
@@ -43,9 +41,19 @@ const EXPECTED: Record<Access, string[]> = {
     "send-listing-notifications",
     "send-sponsored-notifications",
     "apa-auto-handover",
+    // Admin digests: admins call them, and so does the scheduler while
+    // admin_notification_types.cron_schedule is set (checked by the handler).
+    "send-admin-listing-notification",
+    "send-admin-contact-notification",
   ],
-  system: ["send-email", "send-notification", "send-payment-email", "send-new-user-notification"],
-  webhook: ["payproc-webhook", "auth-email-webhook", "send-auth-email"],
+  system: [
+    "send-email",
+    "send-notification",
+    "send-payment-email",
+    "send-new-user-notification",
+    "send-auth-email",
+  ],
+  webhook: ["payproc-webhook", "auth-email-webhook"],
 };
 
 Deno.test("FUNCTIONS lists the interface's 46 functions with their access rules", () => {
@@ -77,7 +85,14 @@ Deno.test("the catalog carries the documented payloads and accepts their example
     "refund-deal-payment",
     "release-deal-payout",
     "run-daily-tasks",
+    "send-admin-message",
+    "send-auth-email",
     "send-email",
+    "send-listing-approval-notification",
+    "send-new-user-notification",
+    "send-notification",
+    "send-payment-email",
+    "send-resubmission-notification",
     "set-starter-subscriptions",
   ]);
   const dealId = crypto.randomUUID();

@@ -5,12 +5,15 @@
  */
 import type Stripe from "stripe";
 import type { Db } from "./db.ts";
+import { Outbox } from "./email/outbox.ts";
 import type { Env } from "./env.ts";
 import type { Logger } from "./log.ts";
 import type { Runtime } from "./runtime.ts";
 
 /** Per-request dependencies; each is built on first use, so unused ones cost nothing. */
 export class Context {
+  #outbox?: Outbox;
+
   /** Creates the context of one request. */
   constructor(
     readonly runtime: Runtime,
@@ -37,5 +40,16 @@ export class Context {
    */
   payproc(): Promise<Stripe> {
     return this.runtime.payproc();
+  }
+
+  /** E-mails written in this request's transactions, delivered after the handler. */
+  get outbox(): Outbox {
+    this.#outbox ??= new Outbox(this);
+    return this.#outbox;
+  }
+
+  /** Finishes what the request left for after its handler: delivers the outbox. */
+  async settle(): Promise<void> {
+    if (this.#outbox && this.#outbox.size > 0) await this.#outbox.flush();
   }
 }

@@ -41,6 +41,8 @@ export const EnvSchema = z.object({
   RESEND_API_KEY: optionalText,
   RESEND_BASE_URL: optionalUrl,
   EMAIL_FROM: optionalText,
+  EMAIL_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+  SEND_EMAIL_HOOK_SECRET: optionalText,
   AIMODEL_API_KEY: optionalText,
   AIMODEL_BASE_URL: optionalUrl,
   AIMODEL_PRIMARY: z.string().min(1).default("claude-haiku-4-5"),

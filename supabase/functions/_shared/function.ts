@@ -191,13 +191,20 @@ export function createFunction<
       if (access === "deal-participant" && caller.kind === "user") {
         await authorizeDeal(caller, input, ctx);
       }
-      const result = await options.handle({
-        input: input as never,
-        caller: caller as CallerFor<A, G>,
-        ctx,
-        request: c.req.raw,
-        rawBody,
-      });
+      let result: unknown;
+      try {
+        result = await options.handle({
+          input: input as never,
+          caller: caller as CallerFor<A, G>,
+          ctx,
+          request: c.req.raw,
+          rawBody,
+        });
+      } finally {
+        // E-mails the handler wrote in its transactions go out now, whether
+        // it answered or failed after committing them.
+        await ctx.settle();
+      }
       if (result instanceof Response) {
         for (const [key, value] of c.get("headers")) result.headers.set(key, value);
         return result;

@@ -32,11 +32,12 @@ const onAccountUpdated: WebhookHandler<EventOf<"account.updated">, AccountRead> 
     if (!account) return { refusal: `account "${accountId}" does not exist at the processor` };
     return { account, readAt };
   },
-  async write({ event, sql, read }) {
+  async write({ event, sql, read, ctx }) {
     if ("refusal" in read) return skipped(read.refusal);
     const result = await applyConnectAccount(sql, read.account, {
       readAt: read.readAt,
       eventCreated: event.created,
+      notify: ctx,
     });
     if ("reason" in result) return skipped(`${result.result}: ${result.reason}`);
     return result.result === "changed" ? applied() : applied("already up to date");

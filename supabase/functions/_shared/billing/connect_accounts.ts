@@ -6,7 +6,9 @@
  * @module
  */
 import type Stripe from "stripe";
+import type { Context } from "../context.ts";
 import type { Sql } from "../db.ts";
+import { notifySellerVerification } from "../notifications/seller_verification.ts";
 import { existingUserId } from "./users.ts";
 
 /** The refresh-kyc-status summary (interface §2). */
@@ -44,12 +46,18 @@ export function kycStatus(account: Stripe.Account): KycStatus {
   return "restricted";
 }
 
-/** When the account was read (see `SyncOptions` of subscriptions). */
+/** When the account was read (see `SyncOptions` of subscriptions), and who hears of changes. */
 export interface AccountSyncOptions {
   /** When it was read from the processor (taken before the request). */
   readAt: Date;
   /** `created` of the event being applied (Unix seconds), if any. */
   eventCreated?: number;
+  /**
+   * The request whose outbox carries the seller verification e-mail when
+   * the write switches payouts on or off (§6.2); the in-app notice is
+   * written in `sql`'s transaction.
+   */
+  notify: Context;
 }
 
 /** What {@linkcode applyConnectAccount} did. */
@@ -68,7 +76,7 @@ export async function applyConnectAccount(
   options: AccountSyncOptions,
 ): Promise<AccountSyncResult> {
   const byAccount = await sql.maybeOne<AccountRow>(
-    `select user_id, payproc_account_id, payproc_synced_at, payproc_event_created
+    `select user_id, payproc_account_id, payouts_enabled, payproc_synced_at, payproc_event_created
      from public.connect_accounts where payproc_account_id = $1 for update`,
     [account.id],
   );
@@ -108,13 +116,21 @@ export async function applyConnectAccount(
     options.readAt,
     options.eventCreated === undefined ? null : new Date(options.eventCreated * 1000),
   ]);
-  if (changed) await sql.query(COPY_TO_PROFILE, [userId]);
+  if (changed) {
+    await sql.query(COPY_TO_PROFILE, [userId]);
+    // Once per change: the row is locked (for update above, or the insert's
+    // own lock), so a replayed or concurrent event finds it already changed.
+    if ((byAccount?.payouts_enabled ?? false) !== summary.payouts_enabled) {
+      await notifySellerVerification(options.notify, sql, userId, summary);
+    }
+  }
   return { result: changed ? "changed" : "unchanged", userId, summary };
 }
 
 interface AccountRow {
   user_id: string;
   payproc_account_id: string;
+  payouts_enabled?: boolean;
   payproc_synced_at: Date | null;
   payproc_event_created: Date | null;
 }

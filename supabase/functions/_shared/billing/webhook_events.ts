@@ -64,7 +64,7 @@ async function applyWith(
   for (let attempt = 1;; attempt++) {
     if (handler.complete) read = await handler.complete({ ctx, read, also });
     try {
-      return await inTransaction(ctx, entry, (sql) => handler.write({ event, sql, read }));
+      return await inTransaction(ctx, entry, (sql) => handler.write({ event, sql, read, ctx }));
     } catch (error) {
       if (!(error instanceof RereadNeeded) || attempt >= MAX_READS) throw error;
       also = [...also, error.objectId];

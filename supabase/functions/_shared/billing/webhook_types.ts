@@ -44,8 +44,11 @@ export interface WebhookHandler<E extends Stripe.Event = Stripe.Event, R = unkno
   quick?(args: { entry: LedgerEntry; db: Db; read: R }): Promise<EventOutcome | null>;
   /** Reads what the full write needs (`also`: objects a previous write met unread). */
   complete?(args: { ctx: Context; read: R; also: readonly string[] }): Promise<R>;
-  /** Writes the effects inside the event's transaction. */
-  write(args: { event: E; sql: Sql; read: R }): Promise<WebhookResult>;
+  /**
+   * Writes the effects inside the event's transaction (`ctx` for what goes
+   * out after the commit, e.g. `queueNotice`; never for network calls).
+   */
+  write(args: { event: E; sql: Sql; read: R; ctx: Context }): Promise<WebhookResult>;
 }
 
 /** Handlers by event type. */

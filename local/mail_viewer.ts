@@ -1,0 +1,518 @@
+/**
+ * The local mail viewer at `/_local/mail`: what Inbucket/Mailpit are to
+ * `supabase start`, without Docker. With `LOCAL_DEV=true` and no
+ * `RESEND_API_KEY` the sender stores every message in `public.email_logs`
+ * as `captured`; this lists them and shows each one.
+ *
+ * - `GET /_local/mail`: the newest {@linkcode MAIL_LIST_LIMIT} messages,
+ *   newest first, every status (`?status=captured` for one status).
+ *   `?format=json` or `/_local/mail.json`: the same as JSON.
+ * - `GET /_local/mail/<id>`: one message: its headers, the HTML body in a
+ *   sandboxed `<iframe srcdoc>` (no `allow-scripts`: a message's scripts
+ *   never run) and the text part. `/_local/mail/<id>.json` or
+ *   `?format=json`: the message as JSON.
+ *
+ * Only the local gateway serves it (`createGateway({ mail: true })` with
+ * `LOCAL_DEV=true`). Every value is HTML-escaped; the pages carry the
+ * runtime's headers with a viewer CSP, no CORS (a page on another origin must
+ * not read sign-in links) and `no-store`, and answer only to a loopback
+ * `Host` (DNS rebinding).
+ *
+ * @module
+ */
+import { EMAIL_SEND_STATUSES, type EmailSendStatus } from "../shared/notifications.ts";
+import type { Sql } from "../supabase/functions/_shared/db.ts";
+import { html, join, type SafeHtml } from "../supabase/functions/_shared/email/html.ts";
+import { HttpError } from "../supabase/functions/_shared/errors.ts";
+import { type HeaderPairs, requestIdOf } from "../supabase/functions/_shared/headers.ts";
+import { describeError } from "../supabase/functions/_shared/log.ts";
+import type { Runtime } from "../supabase/functions/_shared/runtime.ts";
+
+/** Where the viewer is served. */
+export const MAIL_VIEWER_PATH = "/_local/mail";
+
+/** The most messages the list shows (the newest). */
+export const MAIL_LIST_LIMIT = 200;
+
+/** Methods the viewer answers. */
+export const MAIL_VIEWER_METHODS = "GET, HEAD";
+
+/**
+ * The viewer's Content-Security-Policy, replacing the runtime's on its
+ * answers. A srcdoc document inherits its parent's policy, so this also
+ * governs the message shown in the iframe: no script anywhere, inline styles
+ * (the page's and the e-mail's), images from data: and the web (http too:
+ * local templates point at the dev site), no forms, plugins or `<base href>`.
+ * The srcdoc frame is not fetched, so `frame-src` does not govern it;
+ * `'self'` only lets a message's own frames show viewer pages.
+ * `frame-ancestors 'self'` (X-Frame-Options `SAMEORIGIN`) lets the page hold
+ * that frame while no other site may frame the viewer.
+ */
+export const MAIL_VIEWER_CSP = [
+  "default-src 'none'",
+  "style-src 'unsafe-inline'",
+  "img-src data: http: https:",
+  "frame-src 'self'",
+  "frame-ancestors 'self'",
+  "form-action 'none'",
+  "base-uri 'none'",
+].join("; ");
+
+/**
+ * The iframe's sandbox: no `allow-scripts`, `allow-same-origin` or
+ * `allow-forms`. Links open in a new tab (each message gets
+ * `<base target="_blank">`), outside the sandbox, as a mail client opens them,
+ * so a sign-in link works.
+ */
+export const MAIL_IFRAME_SANDBOX = "allow-popups allow-popups-to-escape-sandbox";
+
+/** Whether the viewer answers `pathname` (`/_local/mail`, `/_local/mail.json`, `/_local/mail/...`). */
+export function isMailViewerPath(pathname: string): boolean {
+  return pathname === MAIL_VIEWER_PATH || pathname === `${MAIL_VIEWER_PATH}.json` ||
+    pathname.startsWith(`${MAIL_VIEWER_PATH}/`);
+}
+
+/** One message in the JSON list. */
+export interface MailSummary {
+  id: string;
+  createdAt: string;
+  sentAt: string | null;
+  to: string;
+  subject: string;
+  type: string;
+  status: string;
+  /** The message's page. */
+  url: string;
+}
+
+/** The JSON list: the newest messages first, at most {@linkcode MAIL_LIST_LIMIT}. */
+export interface MailList {
+  messages: MailSummary[];
+  /** How many messages match (the list shows at most `limit`). */
+  total: number;
+  limit: number;
+  status: EmailSendStatus | null;
+}
+
+/** One message as JSON. */
+export interface MailMessage {
+  id: string;
+  createdAt: string;
+  sentAt: string | null;
+  from: string | null;
+  to: string;
+  replyTo: string | null;
+  subject: string;
+  type: string;
+  status: string;
+  error: string | null;
+  attempts: number;
+  /** The HTML body (null once the provider had it: the sender clears it). */
+  html: string | null;
+  /** The text part (cleared with `html`). */
+  text: string | null;
+}
+
+interface SummaryRow {
+  id: string;
+  created_at: Date;
+  sent_at: Date | null;
+  recipient_email: string;
+  subject: string;
+  email_type: string;
+  send_status: string;
+  total: number;
+}
+
+interface MessageRow {
+  id: string;
+  created_at: Date;
+  sent_at: Date | null;
+  recipient_email: string;
+  from_address: string | null;
+  reply_to: string | null;
+  subject: string;
+  email_type: string;
+  send_status: string;
+  error_message: string | null;
+  attempts: number;
+  html: string | null;
+  text_body: string | null;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Headers of the runtime's set the viewer replaces or drops. */
+const REPLACED = new Set(["content-security-policy", "x-frame-options", "referrer-policy"]);
+
+/**
+ * Builds the viewer's handler on `runtime` (its database, headers and log);
+ * `db` overrides where the messages are read from.
+ */
+export function createMailViewer(
+  runtime: Runtime,
+  db: () => Sql = () => runtime.database,
+): (req: Request) => Promise<Response> {
+  const log = runtime.log.with({ component: "mail-viewer" });
+
+  const headersOf = (req: Request, requestId: string, contentType: string): HeaderPairs => [
+    ...runtime.responseHeaders(req.headers.get("origin"), requestId).filter(([name]) => {
+      const lower = name.toLowerCase();
+      return !REPLACED.has(lower) && !lower.startsWith("access-control-");
+    }),
+    ["Content-Security-Policy", MAIL_VIEWER_CSP],
+    ["X-Frame-Options", "SAMEORIGIN"],
+    ["Referrer-Policy", "no-referrer"],
+    ["Cache-Control", "no-store"],
+    ["Content-Type", contentType],
+  ];
+
+  return async (req) => {
+    const requestId = requestIdOf(req);
+    const url = new URL(req.url);
+    const route = routeOf(url);
+    const answer = (status: number, body: string, json: boolean, extra: HeaderPairs = []) =>
+      new Response(req.method === "HEAD" ? null : body, {
+        status,
+        headers: [
+          ...headersOf(
+            req,
+            requestId,
+            json ? "application/json; charset=utf-8" : "text/html; charset=utf-8",
+          ),
+          ...extra,
+        ],
+      });
+    const fail = (error: HttpError) =>
+      answer(
+        error.status,
+        route.json ? JSON.stringify(error.toBody()) : errorPage(error),
+        route.json,
+        Object.entries(error.headers ?? {}),
+      );
+
+    if (!isLoopbackHost(url.hostname)) {
+      return fail(
+        new HttpError(
+          403,
+          "forbidden",
+          `The mail viewer answers on 127.0.0.1 and localhost only, not "${url.hostname}"`,
+        ),
+      );
+    }
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      return fail(
+        new HttpError(
+          405,
+          "method_not_allowed",
+          `Cannot ${req.method} the mail viewer: use GET`,
+          undefined,
+          { Allow: MAIL_VIEWER_METHODS },
+        ),
+      );
+    }
+    try {
+      if (route.kind === "list") {
+        const status = statusFilter(url.searchParams.get("status"));
+        const list = await readList(db(), status);
+        return answer(200, route.json ? JSON.stringify(list) : listPage(list), route.json);
+      }
+      if (route.kind === "message") {
+        const row = await db().maybeOne<MessageRow>(
+          `select id, created_at, sent_at, recipient_email, from_address, reply_to, subject,
+             email_type, send_status, error_message, attempts, html, text_body
+           from public.email_logs where id = $1`,
+          [route.id],
+        );
+        if (!row) throw noSuchMessage(route.id);
+        const message = messageOf(row);
+        return answer(
+          200,
+          route.json ? JSON.stringify(message) : messagePage(message),
+          route.json,
+        );
+      }
+      throw noSuchMessage(route.segment);
+    } catch (error) {
+      if (error instanceof HttpError && error.status < 500) return fail(error);
+      log.error("mail viewer failed", { request_id: requestId, ...describeError(error) });
+      return fail(
+        error instanceof HttpError
+          ? error
+          : new HttpError(500, "internal_error", "The mail viewer failed (see the log)"),
+      );
+    }
+  };
+}
+
+type Route =
+  | { kind: "list"; json: boolean }
+  | { kind: "message"; id: string; json: boolean }
+  | { kind: "unknown"; segment: string; json: boolean };
+
+function routeOf(url: URL): Route {
+  const asJson = url.searchParams.get("format") === "json";
+  const rest = url.pathname.slice(MAIL_VIEWER_PATH.length);
+  if (rest === "" || rest === "/") return { kind: "list", json: asJson };
+  if (rest === ".json") return { kind: "list", json: true };
+  const segment = rest.slice(1);
+  const match = /^([^/]+?)(\.json)?$/.exec(segment);
+  if (match && UUID.test(match[1]!)) {
+    return { kind: "message", id: match[1]!.toLowerCase(), json: asJson || !!match[2] };
+  }
+  return { kind: "unknown", segment, json: asJson || segment.endsWith(".json") };
+}
+
+function noSuchMessage(id: string): HttpError {
+  return new HttpError(404, "not_found", `No e-mail "${id}" in email_logs`);
+}
+
+function statusFilter(value: string | null): EmailSendStatus | null {
+  if (value === null || value === "") return null;
+  const known = EMAIL_SEND_STATUSES.find((status) => status === value);
+  if (!known) {
+    throw new HttpError(
+      400,
+      "invalid_input",
+      `Unknown status "${value}": use one of ${EMAIL_SEND_STATUSES.join(", ")}`,
+    );
+  }
+  return known;
+}
+
+/** A loopback host name: a page on another name (DNS rebinding) reads nothing. */
+function isLoopbackHost(hostname: string): boolean {
+  return hostname === "localhost" || hostname.endsWith(".localhost") ||
+    hostname === "[::1]" || /^127(\.\d{1,3}){3}$/.test(hostname);
+}
+
+async function readList(sql: Sql, status: EmailSendStatus | null): Promise<MailList> {
+  const rows = await sql.query<SummaryRow>(
+    `select id, created_at, sent_at, recipient_email, subject, email_type, send_status,
+       (count(*) over ())::int as total
+     from public.email_logs
+     where $1::text is null or send_status = $1::text
+     order by created_at desc, id desc
+     limit ${MAIL_LIST_LIMIT}`,
+    [status],
+  );
+  return {
+    messages: rows.map((row) => ({
+      id: row.id,
+      createdAt: row.created_at.toISOString(),
+      sentAt: row.sent_at?.toISOString() ?? null,
+      to: row.recipient_email,
+      subject: row.subject,
+      type: row.email_type,
+      status: row.send_status,
+      url: `${MAIL_VIEWER_PATH}/${row.id}`,
+    })),
+    total: rows[0]?.total ?? 0,
+    limit: MAIL_LIST_LIMIT,
+    status,
+  };
+}
+
+function messageOf(row: MessageRow): MailMessage {
+  return {
+    id: row.id,
+    createdAt: row.created_at.toISOString(),
+    sentAt: row.sent_at?.toISOString() ?? null,
+    from: row.from_address,
+    to: row.recipient_email,
+    replyTo: row.reply_to,
+    subject: row.subject,
+    type: row.email_type,
+    status: row.send_status,
+    error: row.error_message,
+    attempts: row.attempts,
+    html: row.html,
+    text: row.text_body,
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Pages (every interpolation goes through `html`, which escapes it)
+// ---------------------------------------------------------------------------
+
+const STYLE = html`<style>
+  body { font: 14px/1.45 system-ui, sans-serif; margin: 0; color: #1f2328; background: #f6f8fa; }
+  header { background: #1f2328; color: #fff; padding: 10px 20px; display: flex; gap: 16px;
+    align-items: baseline; flex-wrap: wrap; }
+  header a { color: #9ecbff; }
+  header h1 { font-size: 16px; margin: 0; }
+  main { padding: 16px 20px; }
+  table { border-collapse: collapse; width: 100%; background: #fff; }
+  th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid #d0d7de;
+    vertical-align: top; }
+  th { background: #eaeef2; font-weight: 600; }
+  tr:hover td { background: #f3f8ff; }
+  td.time { white-space: nowrap; color: #57606a; }
+  a { color: #0969da; }
+  .status { font-size: 12px; padding: 1px 6px; border-radius: 10px; background: #eaeef2; }
+  .status-captured { background: #dafbe1; color: #116329; }
+  .status-sent { background: #ddf4ff; color: #0a3069; }
+  .status-failed { background: #ffebe9; color: #82071e; }
+  .status-pending { background: #fff8c5; color: #633c01; }
+  .status-suppressed { background: #eaeef2; color: #57606a; }
+  dl { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; background: #fff;
+    padding: 12px 16px; border: 1px solid #d0d7de; margin: 0 0 16px; }
+  dt { font-weight: 600; color: #57606a; }
+  dd { margin: 0; overflow-wrap: anywhere; }
+  h2 { font-size: 14px; margin: 16px 0 6px; }
+  iframe { width: 100%; height: 70vh; border: 1px solid #d0d7de; background: #fff;
+    resize: vertical; }
+  pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #fff; padding: 12px 16px;
+    border: 1px solid #d0d7de; margin: 0; }
+  .muted { color: #57606a; }
+</style>`;
+
+function page(title: string, nav: SafeHtml, body: SafeHtml): string {
+  return html`
+    <!doctype html>
+    <html lang="en">
+      <head>
+    <meta charset="utf-8">
+    <meta name="viewport" content="width=device-width, initial-scale=1">
+    <title>${title}</title>
+    ${STYLE}
+      </head>
+      <body>
+        <header><h1>Local mail</h1>${nav}</header>
+        <main>
+    ${body}
+        </main>
+      </body>
+    </html>
+  `.toString().trim() + "\n";
+}
+
+/** `2026-11-23 10:00:01 UTC`, in a `<time>`. */
+function time(iso: string | null): SafeHtml {
+  if (!iso) return html`<span class="muted">—</span>`;
+  return html`<time datetime="${iso}">${iso.slice(0, 19).replace("T", " ")} UTC</time>`;
+}
+
+function statusBadge(status: string): SafeHtml {
+  return html`<span class="status status-${status}">${status}</span>`;
+}
+
+function listPage(list: MailList): string {
+  const query = list.status ? `?status=${list.status}` : "";
+  const nav = html`<a href="${MAIL_VIEWER_PATH}">All</a>
+<a href="${MAIL_VIEWER_PATH}?status=captured">Captured</a>
+<a href="${MAIL_VIEWER_PATH}${query}">Refresh</a>
+<a href="${MAIL_VIEWER_PATH}.json${query}">JSON</a>`;
+  const rows = list.messages.map((m) =>
+    html`
+      <tr>
+        <td class="time">${time(m.createdAt)}</td>
+        <td>${m.to}</td>
+        <td><a href="${m.url}">${m.subject}</a></td>
+        <td>${m.type}</td>
+        <td>${statusBadge(m.status)}</td>
+      </tr>
+    `
+  );
+  const shown = list.total > list.messages.length
+    ? html`<p class="muted">Showing the newest ${list.messages.length} of ${list.total}.</p>`
+    : html`<p class="muted">${list.total} message(s)${
+      list.status
+        ? html`
+          with status ${list.status}
+        `
+        : ""
+    }, newest first.</p>`;
+  const body = list.messages.length === 0
+    ? html`<p>No e-mails${
+      list.status
+        ? html`
+          with status ${list.status}
+        `
+        : ""
+    } yet.
+With <code>LOCAL_DEV=true</code> and no <code>RESEND_API_KEY</code> every e-mail the functions
+send is captured here instead of being delivered.</p>`
+    : html`
+      ${shown}
+      <table>
+        <thead>
+          <tr>
+            <th>Time</th>
+            <th>To</th>
+            <th>Subject</th>
+            <th>Type</th>
+            <th>Status</th>
+          </tr>
+        </thead>
+        <tbody>
+      ${join(rows, html`\n`)}
+        </tbody>
+      </table>
+    `;
+  return page("Local mail", nav, body);
+}
+
+/**
+ * The message's HTML as the iframe's document: links open in a new tab
+ * (`<base target="_blank">`, placed in its head so a doctype stays first).
+ */
+function srcdocOf(markup: string): string {
+  const base = '<base target="_blank">';
+  const head = /<head(\s[^>]*)?>/i.exec(markup);
+  if (head) {
+    return markup.slice(0, head.index + head[0].length) + base +
+      markup.slice(head.index + head[0].length);
+  }
+  const doctype = /^\s*<!doctype[^>]*>/i.exec(markup);
+  if (doctype) return doctype[0] + base + markup.slice(doctype[0].length);
+  return base + markup;
+}
+
+function messagePage(m: MailMessage): string {
+  const nav = html`<a href="${MAIL_VIEWER_PATH}">All mail</a>
+<a href="${MAIL_VIEWER_PATH}/${m.id}.json">JSON</a>`;
+  const field = (label: string, value: SafeHtml | string | null) =>
+    html`
+      <dt>${label}</dt>
+      <dd>${value ?? html`<span class="muted">—</span>`}</dd>
+    `;
+  const body = html`<dl>
+${field("From", m.from)}
+${field("To", m.to)}
+${field("Reply-To", m.replyTo)}
+${field("Subject", m.subject)}
+${field("Type", m.type)}
+${field("Status", statusBadge(m.status))}
+${field("Written", time(m.createdAt))}
+${field("Sent", time(m.sentAt))}
+${m.error ? field("Error", m.error) : ""}
+</dl>
+<h2>HTML</h2>
+${
+    m.html === null
+      ? html`<p class="muted">No HTML body kept (the sender clears it once the provider has the message).</p>`
+      : html`
+        <iframe sandbox="${MAIL_IFRAME_SANDBOX}" referrerpolicy="no-referrer" title="HTML body of the message"
+          srcdoc="${srcdocOf(m.html)}"></iframe>
+      `
+  }
+<h2>Text</h2>
+${
+    m.text === null ? html`<p class="muted">No text part kept.</p>` : html`<pre>
+${m.text}</pre>`
+  }`;
+  return page(`${m.subject} — Local mail`, nav, body);
+}
+
+function errorPage(error: HttpError): string {
+  const nav = html`<a href="${MAIL_VIEWER_PATH}">All mail</a>`;
+  return page(
+    `${error.status} — Local mail`,
+    nav,
+    html`
+      <h2>${error.status} ${error.code}</h2>
+      <p>${error.message}</p>
+    `,
+  );
+}

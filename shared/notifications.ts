@@ -1,0 +1,106 @@
+/**
+ * Notification types and e-mail types: what a user can opt in or out of
+ * (`notification_preferences`), the defaults when they have not chosen, and
+ * which preference each e-mail type answers to. The frontend renders the
+ * preferences screen from {@linkcode NOTIFICATION_TYPES}; the server checks
+ * every e-mail and in-app notice against it.
+ *
+ * @module
+ */
+
+/** A kind of notice a user can switch on or off, per channel. */
+export interface NotificationTypeInfo {
+  /** What the user sees on the preferences screen. */
+  label: string;
+  /** Whether e-mail is on when the user has not chosen. */
+  email: boolean;
+  /** Whether in-app notices are on when the user has not chosen. */
+  inApp: boolean;
+}
+
+/**
+ * Every notification type with its defaults. The migration's check
+ * constraints list the same keys (a test keeps them equal).
+ */
+export const NOTIFICATION_TYPES = {
+  account: { label: "Your account and payout verification", email: true, inApp: true },
+  listing_review: { label: "Reviews of your listings", email: true, inApp: true },
+  new_listings: { label: "Daily digest of new listings", email: false, inApp: false },
+  payments: { label: "Payments, payouts and refunds", email: true, inApp: true },
+  messages: { label: "Messages from the marketplace team", email: true, inApp: true },
+  admin_digest: { label: "Admin digests (review queue, contact form)", email: true, inApp: true },
+} as const satisfies Record<string, NotificationTypeInfo>;
+
+/** A notification type. */
+export type NotificationType = keyof typeof NOTIFICATION_TYPES;
+
+/** Every notification type. */
+export const NOTIFICATION_TYPE_NAMES = Object.keys(NOTIFICATION_TYPES) as NotificationType[];
+
+/** A delivery channel of a notice. */
+export type NotificationChannel = "email" | "inApp";
+
+/**
+ * The `email_type` label of every e-mail the server writes, with the
+ * notification type whose e-mail preference it honours (null: always sent —
+ * sign-in links and the like are never suppressed).
+ */
+export const EMAIL_TYPES = {
+  welcome: "account",
+  seller_verification: "account",
+  notification: null,
+  listing_approved: "listing_review",
+  listing_resubmission: "listing_review",
+  new_listings_digest: "new_listings",
+  payment_received: "payments",
+  payout_released: "payments",
+  refund_issued: "payments",
+  payment_failed: "payments",
+  admin_message: "messages",
+  admin_listing_digest: "admin_digest",
+  admin_contact_digest: "admin_digest",
+  auth_signup: null,
+  auth_invite: null,
+  auth_magiclink: null,
+  auth_recovery: null,
+  auth_email_change: null,
+  auth_reauthentication: null,
+} as const satisfies Record<string, NotificationType | null>;
+
+/** An e-mail type the server's own templates write. */
+export type EmailType = keyof typeof EMAIL_TYPES;
+
+/**
+ * `email_logs.send_status`: `pending` (written, not yet delivered: in the
+ * outbox or being sent), `sent`, `failed` (retried with backoff, at most 5
+ * attempts), `captured` (local development without a provider key: stored,
+ * shown at `/_local/mail`), `suppressed` (the recipient's preference blocks it).
+ */
+export const EMAIL_SEND_STATUSES = ["pending", "sent", "failed", "captured", "suppressed"] as const;
+
+/** An `email_logs.send_status`. */
+export type EmailSendStatus = (typeof EMAIL_SEND_STATUSES)[number];
+
+/** The payment e-mail kinds of `send-payment-email`. */
+export const PAYMENT_EMAIL_KINDS = [
+  "payment_received",
+  "payout_released",
+  "refund_issued",
+  "payment_failed",
+] as const;
+
+/** A payment e-mail kind. */
+export type PaymentEmailKind = (typeof PAYMENT_EMAIL_KINDS)[number];
+
+/** Supabase Auth's `email_action_type`s the auth e-mails render. */
+export const AUTH_EMAIL_ACTIONS = [
+  "signup",
+  "invite",
+  "magiclink",
+  "recovery",
+  "email_change",
+  "reauthentication",
+] as const;
+
+/** An auth e-mail action. */
+export type AuthEmailAction = (typeof AUTH_EMAIL_ACTIONS)[number];

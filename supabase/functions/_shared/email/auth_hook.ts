@@ -1,0 +1,199 @@
+/**
+ * Supabase Auth's Send Email Hook contract
+ * (https://supabase.com/docs/guides/auth/auth-hooks/send-email-hook): the
+ * request is signed with Standard Webhooks (`webhook-id`,
+ * `webhook-timestamp`, `webhook-signature` over the raw body, 5 minutes'
+ * tolerance) with `SEND_EMAIL_HOOK_SECRET` (`v1,whsec_<base64>`; several
+ * may be given separated by `|` while rotating); the body is
+ * `{ user, email_data }`; a failure is answered
+ * `{ error: { http_code, message } }` with that status, which Auth reads
+ * (it retries 429 and 503). Our answer adds `code`, so it is also our own
+ * error body.
+ *
+ * @module
+ */
+import { Webhook, WebhookVerificationError } from "standardwebhooks";
+import { z } from "zod";
+import { AUTH_EMAIL_ACTIONS } from "../../../../shared/notifications.ts";
+import type { Context } from "../context.ts";
+import type { Env } from "../env.ts";
+import { HttpError, invalidInput } from "../errors.ts";
+import { describeError } from "../log.ts";
+import { toHttpError } from "../to_http_error.ts";
+import { emailFailureError, type EmailOutcome } from "./send.ts";
+import type { AuthEmailRequest } from "./templates/auth.ts";
+
+/** The Standard Webhooks headers Auth signs with. */
+export const HOOK_HEADERS = ["webhook-id", "webhook-timestamp", "webhook-signature"] as const;
+
+/** An address as `email_logs` accepts it (Auth has already validated it). */
+const HookAddress = z.string().trim().max(320).regex(/^[^\s@<>]+@[^\s@<>]+$/, {
+  message: "Expected an e-mail address",
+});
+
+/** A string field Auth sends empty when it does not apply: empty becomes undefined. */
+const optionalField = z.string().optional().transform((value) =>
+  value === undefined || value.trim() === "" ? undefined : value.trim()
+);
+
+/** The hook's body (unknown fields are kept). */
+export const AuthHookPayload = z.looseObject({
+  user: z.looseObject({
+    id: z.string().min(1),
+    email: HookAddress,
+    /** `email_change`: the address the user is moving to. */
+    new_email: z.union([HookAddress, z.literal("")]).optional(),
+    user_metadata: z.record(z.string(), z.unknown()).nullable().optional(),
+  }),
+  email_data: z.looseObject({
+    token: optionalField,
+    token_hash: optionalField,
+    redirect_to: optionalField,
+    email_action_type: z.enum(AUTH_EMAIL_ACTIONS),
+    site_url: optionalField,
+    token_new: optionalField,
+    token_hash_new: optionalField,
+  }),
+});
+
+/** A parsed hook body. */
+export type AuthHookPayload = z.infer<typeof AuthHookPayload>;
+
+/** A delivery whose signature checked out: its `webhook-id` and body. */
+export interface VerifiedAuthHook {
+  webhookId: string;
+  payload: AuthHookPayload;
+}
+
+function invalidSignature(reason: string): HttpError {
+  return new HttpError(401, "invalid_signature", `Cannot accept the hook: ${reason}`);
+}
+
+/** The verifiers of the configured secret(s); 503 `not_configured` without or with a bad one. */
+function hookVerifiers(env: Env): Webhook[] {
+  const configured = env.require("SEND_EMAIL_HOOK_SECRET");
+  const entries = configured.split("|").map((entry) => entry.trim()).filter(Boolean);
+  return entries.map((entry) => {
+    const secret = entry.replace(/^v1,/, "").replace(/^whsec_/, "");
+    try {
+      return new Webhook(secret);
+    } catch {
+      throw new HttpError(
+        503,
+        "not_configured",
+        "Cannot serve this request: SEND_EMAIL_HOOK_SECRET is malformed (expected v1,whsec_<base64>)",
+        { variable: "SEND_EMAIL_HOOK_SECRET" },
+      );
+    }
+  });
+}
+
+/**
+ * Checks the delivery's signature over `rawBody` and parses the body: 503
+ * `not_configured` without the secret, 401 `invalid_signature` for missing
+ * headers, a forged or stale signature (nothing is read before this
+ * passes), 400 `invalid_json` / `invalid_input` for a body of the wrong shape.
+ */
+export function verifyAuthHook(env: Env, headers: Headers, rawBody: string): VerifiedAuthHook {
+  const verifiers = hookVerifiers(env);
+  const signed: Record<string, string> = {};
+  for (const name of HOOK_HEADERS) {
+    const value = headers.get(name);
+    if (!value) throw invalidSignature(`the ${name} header is missing`);
+    signed[name] = value;
+  }
+  const webhookId = signed["webhook-id"]!;
+  let reason = "no signature matches";
+  const verified = verifiers.some((verifier) => {
+    try {
+      verifier.verify(rawBody, signed, { jsonParse: false });
+      return true;
+    } catch (error) {
+      if (!(error instanceof WebhookVerificationError)) throw error;
+      reason = error.message;
+      return false;
+    }
+  });
+  if (!verified) throw invalidSignature(reason);
+  if (webhookId.length > 200) throw invalidInput("Cannot accept the hook: webhook-id is too long");
+
+  let body: unknown;
+  try {
+    body = JSON.parse(rawBody);
+  } catch {
+    throw new HttpError(400, "invalid_json", "Cannot accept the hook: the body is not JSON");
+  }
+  const parsed = AuthHookPayload.safeParse(body);
+  if (!parsed.success) {
+    throw invalidInput(
+      "Cannot accept the hook: the body does not match the Send Email Hook payload",
+      parsed.error.issues.map((issue) => ({
+        path: issue.path.map(String).join("."),
+        code: issue.code,
+        message: issue.message,
+      })),
+    );
+  }
+  return { webhookId, payload: parsed.data };
+}
+
+/** The user's name for a greeting, from the usual `user_metadata` keys. */
+function nameOf(metadata: Record<string, unknown> | null | undefined): string | undefined {
+  for (const key of ["full_name", "name"]) {
+    const value = metadata?.[key];
+    if (typeof value === "string" && value.trim()) return value.trim().slice(0, 100);
+  }
+  return undefined;
+}
+
+/** What the templates need from a hook body. */
+export function hookEmailRequest(payload: AuthHookPayload): AuthEmailRequest {
+  const { user, email_data: data } = payload;
+  return {
+    action: data.email_action_type,
+    email: user.email,
+    newEmail: user.new_email || undefined,
+    name: nameOf(user.user_metadata),
+    token: data.token,
+    tokenHash: data.token_hash,
+    tokenNew: data.token_new,
+    tokenHashNew: data.token_hash_new,
+    redirectTo: data.redirect_to,
+  };
+}
+
+/**
+ * The error a hook delivery answers for one e-mail's `outcome`: the send's
+ * own failure, or, for a repeated delivery (same `webhook-id`), a message an
+ * earlier delivery failed to send, which must not be reported as sent.
+ */
+export function hookSendFailure(outcome: EmailOutcome): HttpError | null {
+  const failure = emailFailureError(outcome);
+  if (failure || outcome.status !== "failed") return failure;
+  return new HttpError(
+    502,
+    "upstream_unavailable",
+    "Cannot send the e-mail: an earlier delivery of this hook failed to send it",
+    { emailLogId: outcome.id },
+  );
+}
+
+/**
+ * `error` as the hook answers it: status `http_code` and body
+ * `{ error: { http_code, code, message, details? } }`. Server-side failures
+ * are logged, as the factory logs them.
+ */
+export function hookErrorResponse(ctx: Context, error: unknown): Response {
+  const httpError = toHttpError(error);
+  if (httpError.status >= 500) {
+    ctx.log.error("request failed", {
+      code: httpError.code,
+      ...(error instanceof HttpError ? { error_message: error.message } : describeError(error)),
+    });
+  }
+  const body = { error: { http_code: httpError.status, ...httpError.toBody().error } };
+  return new Response(JSON.stringify(body), {
+    status: httpError.status,
+    headers: { "content-type": "application/json", ...httpError.headers },
+  });
+}

@@ -1,0 +1,201 @@
+/**
+ * Rows of `public.email_logs` (state machine in its migration): writing a
+ * message, claiming it for an attempt, and recording how the attempt ended.
+ * One column list for every query.
+ *
+ * @module
+ */
+import type { EmailSendStatus, NotificationType } from "../../../../shared/notifications.ts";
+import type { Sql } from "../db.ts";
+import { conflict } from "../errors.ts";
+
+/** Attempts a message gets in all (the first one included). */
+export const MAX_ATTEMPTS = 5;
+
+/** Wait after failed attempt n (1-based) before attempt n + 1. */
+export const RETRY_BACKOFF_SECONDS = [60, 5 * 60, 30 * 60, 2 * 60 * 60] as const;
+
+/** How long a claim keeps other senders off a row (longer than any provider call). */
+export const CLAIM_SECONDS = 5 * 60;
+
+/** An `email_logs` row as the sender reads it. */
+export interface EmailLogRow {
+  id: string;
+  recipient_email: string;
+  email_type: string;
+  send_status: EmailSendStatus;
+  error_message: string | null;
+  user_id: string | null;
+  from_address: string | null;
+  reply_to: string | null;
+  subject: string;
+  html: string | null;
+  text_body: string | null;
+  idempotency_key: string | null;
+  provider_message_id: string | null;
+  attempts: number;
+  next_attempt_at: Date | null;
+  created_at: Date;
+  sent_at: Date | null;
+}
+
+const COLUMNS = `id, recipient_email, email_type, send_status, error_message, user_id,
+  from_address, reply_to, subject, html, text_body, idempotency_key, provider_message_id,
+  attempts, next_attempt_at, created_at, sent_at`;
+
+/** A message to write. */
+export interface EmailToLog {
+  to: string;
+  subject: string;
+  html: string;
+  text: string;
+  emailType: string;
+  userId?: string | null;
+  replyTo?: string | null;
+  idempotencyKey?: string | null;
+  /**
+   * The notification type whose e-mail preference decides (null: always
+   * sent); omitted: the one `emailType` maps to in `shared/notifications.ts`.
+   */
+  preference?: NotificationType | null;
+}
+
+/** What writing found: the row, and whether this call wrote it (false: its key was used before). */
+export interface LoggedEmail {
+  row: EmailLogRow;
+  created: boolean;
+}
+
+/**
+ * Writes `email` as `pending` (due now) or `suppressed` (with `note` as the
+ * reason). With an idempotency key used before, writes nothing and answers
+ * that row; 409 when that row is a different message (recipient, type or
+ * subject).
+ */
+export async function insertEmailLog(
+  sql: Sql,
+  email: EmailToLog,
+  status: "pending" | "suppressed",
+  note?: string,
+): Promise<LoggedEmail> {
+  const inserted = await sql.maybeOne<EmailLogRow>(
+    `insert into public.email_logs (
+       recipient_email, email_type, send_status, error_message, user_id, reply_to, subject,
+       html, text_body, idempotency_key, next_attempt_at)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, case when $3 = 'pending' then now() end)
+     on conflict (idempotency_key) do nothing
+     returning ${COLUMNS}`,
+    [
+      email.to,
+      email.emailType,
+      status,
+      note ?? null,
+      email.userId ?? null,
+      email.replyTo ?? null,
+      email.subject,
+      email.html,
+      email.text,
+      email.idempotencyKey ?? null,
+    ],
+  );
+  if (inserted) return { row: inserted, created: true };
+  const existing = await sql.one<EmailLogRow>(
+    `select ${COLUMNS} from public.email_logs where idempotency_key = $1`,
+    [email.idempotencyKey ?? null],
+  );
+  if (
+    existing.recipient_email.toLowerCase() !== email.to.toLowerCase() ||
+    existing.email_type !== email.emailType || existing.subject !== email.subject
+  ) {
+    throw conflict(
+      "Cannot send: this idempotency key was used for a different message",
+      { idempotencyKey: email.idempotencyKey, emailLogId: existing.id },
+    );
+  }
+  return { row: existing, created: false };
+}
+
+/** The row `id`, or null. */
+export async function readEmailLog(sql: Sql, id: string): Promise<EmailLogRow | null> {
+  return await sql.maybeOne<EmailLogRow>(
+    `select ${COLUMNS} from public.email_logs where id = $1`,
+    [id],
+  );
+}
+
+/**
+ * Claims row `id` for one attempt: only a pending or failed row that is due
+ * and has attempts left. Counts the attempt and keeps other senders off for
+ * {@linkcode CLAIM_SECONDS}. Null when the row is not there to claim.
+ */
+export async function claimEmailLog(sql: Sql, id: string): Promise<EmailLogRow | null> {
+  return await sql.maybeOne<EmailLogRow>(
+    `update public.email_logs
+     set send_status = 'pending', attempts = attempts + 1, last_attempt_at = now(),
+         next_attempt_at = now() + make_interval(secs => $3)
+     where id = $1 and send_status in ('pending', 'failed') and attempts < $2
+       and next_attempt_at <= now()
+     returning ${COLUMNS}`,
+    [id, MAX_ATTEMPTS, CLAIM_SECONDS],
+  );
+}
+
+/** Ids of rows due for an attempt, oldest due first (the retry sub-job's queue). */
+export async function dueEmailLogIds(sql: Sql, limit: number): Promise<string[]> {
+  const rows = await sql.query<{ id: string }>(
+    `select id from public.email_logs
+     where send_status in ('pending', 'failed') and next_attempt_at <= now() and attempts < $1
+     order by next_attempt_at
+     limit $2`,
+    [MAX_ATTEMPTS, limit],
+  );
+  return rows.map((row) => row.id);
+}
+
+/**
+ * Records a delivered attempt: `sent` (the provider has it; the body is
+ * cleared) or `captured` (kept for the mail viewer). Only the claim that
+ * made attempt `attempt` may record it.
+ */
+export async function markDelivered(
+  sql: Sql,
+  claimed: EmailLogRow,
+  status: "sent" | "captured",
+  fields: { from: string; providerMessageId: string | null },
+): Promise<EmailLogRow | null> {
+  return await sql.maybeOne<EmailLogRow>(
+    `update public.email_logs
+     set send_status = $3, from_address = $4, provider_message_id = $5, sent_at = now(),
+         error_message = null, next_attempt_at = null,
+         html = case when $3 = 'sent' then null else html end,
+         text_body = case when $3 = 'sent' then null else text_body end
+     where id = $1 and attempts = $2 and send_status = 'pending'
+     returning ${COLUMNS}`,
+    [claimed.id, claimed.attempts, status, fields.from, fields.providerMessageId],
+  );
+}
+
+/**
+ * Records a failed attempt with the provider's message; the row is due
+ * again after the backoff when `retryable` and attempts are left, else it
+ * stays failed for good (next_attempt_at null).
+ */
+export async function markFailed(
+  sql: Sql,
+  claimed: EmailLogRow,
+  message: string,
+  retryable: boolean,
+): Promise<EmailLogRow | null> {
+  const backoff = retryable && claimed.attempts < MAX_ATTEMPTS
+    ? RETRY_BACKOFF_SECONDS[Math.min(claimed.attempts, RETRY_BACKOFF_SECONDS.length) - 1]!
+    : null;
+  return await sql.maybeOne<EmailLogRow>(
+    `update public.email_logs
+     set send_status = 'failed', error_message = left($3, 1000),
+         next_attempt_at = case when $4::integer is null then null
+                                else now() + make_interval(secs => $4::integer) end
+     where id = $1 and attempts = $2 and send_status = 'pending'
+     returning ${COLUMNS}`,
+    [claimed.id, claimed.attempts, message, backoff],
+  );
+}

@@ -1,0 +1,115 @@
+/**
+ * The payment e-mails of a deal: who hears about each event, and what they
+ * read, with amounts formatted in the deal's currency.
+ *
+ * @module
+ */
+import type { PaymentEmailKind } from "../../../../../shared/notifications.ts";
+import type { EmailContent } from "../render.ts";
+
+/** A deal as the payment e-mails describe it (amounts in major units, as stored). */
+export interface PaymentDeal {
+  id: string;
+  listingTitle: string;
+  amount: string;
+  /** Our commission on the amount. */
+  commission: string;
+  currency: string;
+}
+
+/** `amount` (major units, e.g. "1500.00") formatted in `currency` ("$1,500.00", "¥1,500"). */
+export function formatMoney(amount: string, currency: string): string {
+  return new Intl.NumberFormat("en-US", { style: "currency", currency }).format(Number(amount));
+}
+
+/** The seller's payout: amount minus commission, in major units. */
+export function payoutAmount(deal: PaymentDeal): string {
+  const cents = Math.round(Number(deal.amount) * 100) - Math.round(Number(deal.commission) * 100);
+  return (cents / 100).toFixed(2);
+}
+
+/** One recipient's notice of a payment event. */
+export interface PaymentNotice {
+  role: "buyer" | "seller";
+  title: string;
+  body: string;
+  email: EmailContent;
+}
+
+/** The notices of `kind` for `deal`: the right party or parties. */
+export function paymentNotices(kind: PaymentEmailKind, deal: PaymentDeal): PaymentNotice[] {
+  const price = formatMoney(deal.amount, deal.currency);
+  const title = deal.listingTitle;
+  const link = `/deals/${deal.id}`;
+  const notice = (
+    role: PaymentNotice["role"],
+    subject: string,
+    body: string,
+    action: string,
+  ): PaymentNotice => ({
+    role,
+    title: subject,
+    body,
+    email: { subject, heading: subject, paragraphs: [body], action: { label: action, url: link } },
+  });
+  switch (kind) {
+    case "payment_received":
+      return [
+        notice(
+          "buyer",
+          "Payment received",
+          `We received your payment of ${price} for "${title}". It is held in escrow until the handover is complete.`,
+          "View the deal",
+        ),
+        notice(
+          "seller",
+          "The buyer has paid",
+          `The buyer paid ${price} for "${title}" into escrow. Start the handover now.`,
+          "Start the handover",
+        ),
+      ];
+    case "payout_released": {
+      const payout = formatMoney(payoutAmount(deal), deal.currency);
+      return [
+        notice(
+          "seller",
+          "Payout released",
+          `Your payout of ${payout} for "${title}" (${price} less our fee of ${
+            formatMoney(deal.commission, deal.currency)
+          }) is on its way to your payout account.`,
+          "View the deal",
+        ),
+        notice(
+          "buyer",
+          "Deal complete",
+          `The deal for "${title}" is complete and the seller has been paid. Thank you!`,
+          "View the deal",
+        ),
+      ];
+    }
+    case "refund_issued":
+      return [
+        notice(
+          "buyer",
+          "Refund issued",
+          `We refunded your payment of ${price} for "${title}". Depending on your bank it may take 5 to 10 days to show.`,
+          "View the deal",
+        ),
+        notice(
+          "seller",
+          "Deal refunded",
+          `The buyer's payment of ${price} for "${title}" was refunded; the deal is closed.`,
+          "View the deal",
+        ),
+      ];
+    case "payment_failed":
+      return [
+        notice(
+          "buyer",
+          "Payment failed",
+          `Your payment of ${price} for "${title}" did not go through. No money was taken; please try again.`,
+          "Try again",
+        ),
+      ];
+  }
+}

@@ -1,0 +1,39 @@
+/**
+ * Seller verification notices (§6.2): when the processor switches a
+ * seller's payouts on or off, the seller gets one e-mail and one in-app
+ * notice. Called by the one write of connected accounts, in its
+ * transaction, only when that write changed `payouts_enabled`.
+ *
+ * @module
+ */
+import type { KycSummary } from "../billing/connect_accounts.ts";
+import type { Context } from "../context.ts";
+import type { Sql } from "../db.ts";
+import { sellerVerificationNotice } from "../email/templates/account.ts";
+import { queueNotice } from "./notify.ts";
+
+/** Writes the notice of `userId`'s payouts becoming `summary.payouts_enabled`. */
+export async function notifySellerVerification(
+  ctx: Context,
+  sql: Sql,
+  userId: string,
+  summary: KycSummary,
+): Promise<void> {
+  const notice = sellerVerificationNotice(summary.payouts_enabled, {
+    currentlyDue: summary.currently_due_count,
+    pastDue: summary.past_due_count,
+    disabledReason: summary.disabled_reason,
+  });
+  // Each change is its own notice: the key carries the change's time.
+  const changedAt = await sql.one<{ at: string }>("select now()::text as at");
+  await queueNotice(ctx, sql, {
+    userId,
+    type: "account",
+    title: notice.title,
+    body: notice.body,
+    link: "/dashboard/payouts",
+    data: { payoutsEnabled: summary.payouts_enabled, ...summary },
+    key: `payouts:${summary.payouts_enabled ? "on" : "off"}:${changedAt.at}`,
+    email: { emailType: "seller_verification", content: notice.email },
+  });
+}

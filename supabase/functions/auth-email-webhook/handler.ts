@@ -1,0 +1,46 @@
+/**
+ * `auth-email-webhook` (webhook: no JWT; the Standard Webhooks signature
+ * with `SEND_EMAIL_HOOK_SECRET` is the authentication): Supabase Auth's Send
+ * Email Hook. Verifies the delivery over the raw body, renders the action's
+ * e-mail(s) (`_shared/email/templates/auth.ts`; two for a secure e-mail
+ * change) and sends each through the logged sender, never suppressed.
+ * Answers 200 `{}`; any failure is answered in the hook's error shape
+ * `{ error: { http_code, code, message } }` with that status: 401 for a
+ * missing, forged or stale signature (nothing sent or written), 400 for a
+ * body of the wrong shape, 503 without the secret, 502/503 when the provider
+ * failed. Each e-mail carries the idempotency key
+ * `auth-hook:<webhook-id>:<index>`, so a delivery Auth retries sends nothing
+ * twice.
+ *
+ * The hook runs inside Auth's transaction (a new user is not committed
+ * yet), so the rows carry no `user_id`.
+ *
+ * @module
+ */
+import {
+  hookEmailRequest,
+  hookErrorResponse,
+  hookSendFailure,
+  verifyAuthHook,
+} from "../_shared/email/auth_hook.ts";
+import { sendEmail } from "../_shared/email/send.ts";
+import { authEmailMessage, authEmails } from "../_shared/email/templates/auth.ts";
+import { defineFunction } from "../_shared/function.ts";
+
+export default defineFunction("auth-email-webhook", {
+  async handle({ ctx, request, rawBody }) {
+    try {
+      const { webhookId, payload } = verifyAuthHook(ctx.env, request.headers, rawBody);
+      const emails = authEmails(hookEmailRequest(payload), ctx.env);
+      for (const [index, email] of emails.entries()) {
+        const key = `auth-hook:${webhookId}:${index}`;
+        const outcome = await sendEmail(ctx, authEmailMessage(email, ctx.env.values.SITE_URL, key));
+        const failure = hookSendFailure(outcome);
+        if (failure) throw failure;
+      }
+      return {};
+    } catch (error) {
+      return hookErrorResponse(ctx, error);
+    }
+  },
+});

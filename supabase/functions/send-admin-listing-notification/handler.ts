@@ -1,0 +1,19 @@
+/**
+ * `send-admin-listing-notification` (scheduled, and admins): the review
+ * digest. Listings submitted for review since the last digest go to every
+ * admin as one in-app notice and one e-mail; answers `{ type, sent, items,
+ * lastSentAt, results }` (`sent: 0` when nothing new arrived). The
+ * scheduler and the service key may run it only while
+ * `admin_notification_types.cron_schedule` is set for `listing_review`
+ * (403 otherwise); an admin may always.
+ *
+ * @module
+ */
+import { defineFunction } from "../_shared/function.ts";
+import { sendAdminDigest } from "../_shared/notifications/admin_digest.ts";
+
+export default defineFunction("send-admin-listing-notification", {
+  handle({ ctx, caller }) {
+    return sendAdminDigest(ctx, "listing_review", caller);
+  },
+});

@@ -1,0 +1,56 @@
+/**
+ * `send-admin-message` (admin): `{ userIds (1..500), subject, message }` →
+ * an e-mail and an in-app notice to each user (type `messages`, honouring
+ * their preferences), one result per recipient; ids that name no user are
+ * listed in `unknownUserIds`. The same admin sending the same message to
+ * the same user again on the same day sends nothing twice (a retried curl).
+ *
+ * @module
+ */
+import { adminMessageEmail } from "../_shared/email/templates/messages.ts";
+import { defineFunction } from "../_shared/function.ts";
+import { queueNotice, withDelivery } from "../_shared/notifications/notify.ts";
+
+async function messageKey(senderId: string, subject: string, message: string): Promise<string> {
+  const day = new Date().toISOString().slice(0, 10);
+  const digest = await crypto.subtle.digest(
+    "SHA-256",
+    new TextEncoder().encode(JSON.stringify([senderId, subject, message])),
+  );
+  const hex = Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+  return `admin_message:${day}:${hex.slice(0, 32)}`;
+}
+
+export default defineFunction("send-admin-message", {
+  async handle({ input, caller, ctx }) {
+    const wanted = [...new Set(input.userIds)];
+    const key = await messageKey(caller.id, input.subject, input.message);
+    const content = adminMessageEmail(input.subject, input.message);
+    const written = await ctx.db.tx(async (sql) => {
+      const known = new Set(
+        (await sql.query<{ id: string }>("select id from auth.users where id = any($1::uuid[])", [
+          wanted,
+        ])).map((row) => row.id),
+      );
+      const results = [];
+      for (const userId of wanted.filter((id) => known.has(id))) {
+        results.push(
+          await queueNotice(ctx, sql, {
+            userId,
+            type: "messages",
+            title: input.subject,
+            body: input.message.slice(0, 5000),
+            data: { from: "admin" },
+            key,
+            email: { emailType: "admin_message", content },
+          }),
+        );
+      }
+      return { results, unknownUserIds: wanted.filter((id) => !known.has(id)) };
+    });
+    return {
+      results: await withDelivery(ctx, written.results),
+      unknownUserIds: written.unknownUserIds,
+    };
+  },
+});

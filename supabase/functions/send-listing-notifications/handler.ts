@@ -1,0 +1,22 @@
+/**
+ * `send-listing-notifications` (scheduled, daily): the opt-in digest of new
+ * listings. Each user who switched on the `new_listings` preference gets
+ * the listings approved since their last digest (not their own), at most
+ * once per UTC day. A start while a run is in progress answers 200
+ * `skipped`; a run answers its counts, or 500 `partial_failure` listing the
+ * users whose digest could not be written.
+ *
+ * @module
+ */
+import { defineFunction } from "../_shared/function.ts";
+import { runGuardedJob } from "../_shared/jobs/guard.ts";
+import {
+  LISTINGS_DIGEST_JOB,
+  sendListingsDigests,
+} from "../_shared/notifications/listings_digest.ts";
+
+export default defineFunction("send-listing-notifications", {
+  handle({ ctx }) {
+    return runGuardedJob(ctx, LISTINGS_DIGEST_JOB, {}, (tally) => sendListingsDigests(ctx, tally));
+  },
+});

@@ -1,0 +1,130 @@
+import assert from "node:assert/strict";
+import handler from "../../supabase/functions/send-auth-email/handler.ts";
+import { escapeHtml } from "../../supabase/functions/_shared/email/html.ts";
+import { TEST_SUPABASE_URL } from "../support/credentials.ts";
+import { sqlTest } from "../support/db.ts";
+import { emailLogs, notificationsSetup } from "../support/notifications.ts";
+import { invoke } from "../support/runtime.ts";
+import { createUser } from "../support/sql.ts";
+
+const { db, double, runtime, keys } = await notificationsSetup();
+const admin = await createUser(db.pool, { admin: true });
+
+type Answer = {
+  results: Array<{ id: string; status: string }>;
+  error?: { code: string; details?: unknown };
+};
+
+async function send(body: unknown, token: string = keys.serviceKey) {
+  return await invoke<Answer>(handler, runtime, { token, body });
+}
+
+const address = () => `auth-${crypto.randomUUID().slice(0, 8)}@example.test`;
+
+sqlTest("send-auth-email: sends the action's e-mail with the verify link", async () => {
+  double.reset();
+  const email = address();
+  const res = await send({
+    email,
+    actionType: "recovery",
+    tokenHash: "recovery-hash",
+    redirectTo: "https://app.example.test/reset?from=mail",
+  });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  assert.equal(res.body.results.length, 1);
+  assert.equal(res.body.results[0]!.status, "sent");
+  const [sent] = double.sentTo(email);
+  const url = `${TEST_SUPABASE_URL}/auth/v1/verify?token=recovery-hash&type=recovery` +
+    "&redirect_to=https%3A%2F%2Fapp.example.test%2Freset%3Ffrom%3Dmail";
+  assert.ok(sent?.text?.includes(url), sent?.text ?? "");
+  assert.ok(sent?.html?.includes(`href="${escapeHtml(url)}"`));
+  assert.equal(sent?.subject, "Reset your password");
+  const [row] = (await emailLogs(db.pool, "auth_recovery")).filter((r) =>
+    r.recipient_email === email
+  );
+  assert.equal(row?.id, res.body.results[0]!.id);
+  assert.equal(row?.send_status, "sent");
+});
+
+sqlTest(
+  "send-auth-email: signup without redirectTo links type=signup and no redirect_to",
+  async () => {
+    double.reset();
+    const email = address();
+    const res = await send({ email, actionType: "signup", tokenHash: "signup-hash" });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const [sent] = double.sentTo(email);
+    assert.ok(
+      sent?.text?.includes(`${TEST_SUPABASE_URL}/auth/v1/verify?token=signup-hash&type=signup\n`),
+    );
+  },
+);
+
+sqlTest(
+  "send-auth-email: reauthentication shows the code; email_change sends one e-mail",
+  async () => {
+    double.reset();
+    const email = address();
+    const code = await send({ email, actionType: "reauthentication", token: "654321" });
+    assert.equal(code.status, 200, JSON.stringify(code.body));
+    const [reauth] = double.sentTo(email);
+    assert.ok(reauth?.html?.includes(">654321</p>"));
+    assert.ok(!reauth?.html?.includes("/auth/v1/verify"));
+
+    const change = await send({ email, actionType: "email_change", tokenHash: "change-hash" });
+    assert.equal(change.status, 200, JSON.stringify(change.body));
+    assert.equal(change.body.results.length, 1);
+    const sent = double.sentTo(email);
+    assert.equal(sent.length, 2);
+    assert.ok(sent[1]?.text?.includes("verify?token=change-hash&type=email_change"));
+  },
+);
+
+sqlTest(
+  "send-auth-email: an admin may call it; a user, the anon key and no token may not",
+  async () => {
+    double.reset();
+    const user = await createUser(db.pool);
+    const body = { email: address(), actionType: "magiclink", tokenHash: "magic-hash" };
+    const byAdmin = await send(body, await keys.userToken(admin));
+    assert.equal(byAdmin.status, 200, JSON.stringify(byAdmin.body));
+    const before = (await emailLogs(db.pool)).length;
+    assert.equal((await send(body, await keys.userToken(user))).status, 403);
+    assert.equal((await send(body, keys.anonKey)).status, 403);
+    assert.equal((await invoke(handler, runtime, { body })).status, 401);
+    assert.equal((await emailLogs(db.pool)).length, before, "refusals write nothing");
+    assert.equal(double.sent.length, 1);
+  },
+);
+
+sqlTest("send-auth-email: bad input is 400 invalid_input and writes nothing", async () => {
+  double.reset();
+  const before = (await emailLogs(db.pool)).length;
+  for (
+    const body of [
+      { email: "not-an-address", actionType: "signup", tokenHash: "h" },
+      { email: address(), actionType: "signup" },
+      { email: address(), actionType: "reauthentication" },
+      { email: address(), actionType: "password_changed_notification", tokenHash: "h" },
+      { email: address(), actionType: "signup", tokenHash: "h", redirectTo: "javascript:alert(1)" },
+    ]
+  ) {
+    const res = await send(body);
+    assert.equal(res.status, 400, JSON.stringify(body));
+    assert.equal(res.body.error?.code, "invalid_input");
+  }
+  assert.equal((await emailLogs(db.pool)).length, before);
+  assert.equal(double.requests.length, 0);
+});
+
+sqlTest("send-auth-email: provider 500 → 502 upstream_unavailable and a failed row", async () => {
+  double.reset();
+  double.failNext({ path: "/emails", status: 500 });
+  const email = address();
+  const res = await send({ email, actionType: "invite", tokenHash: "invite-hash" });
+  assert.equal(res.status, 502);
+  assert.equal(res.body.error?.code, "upstream_unavailable");
+  const [row] = (await emailLogs(db.pool)).filter((r) => r.recipient_email === email);
+  assert.equal(row?.send_status, "failed");
+  assert.equal(row?.email_type, "auth_invite");
+});
