@@ -132,8 +132,11 @@ sqlTest("admin_notification_types: cron_schedule drives the job_schedules row", 
     );
     assert.equal(off.rowCount, 1);
     await c.query("reset role");
-    // Disabled; the cron column keeps a placeholder while there is no cadence.
-    assert.equal((await scheduleOf(c, "send-admin-contact-notification"))?.enabled, false);
+    // Disabled, keeping its last cadence.
+    assert.deepEqual(await scheduleOf(c, "send-admin-contact-notification"), {
+      cron: "10 * * * *",
+      enabled: false,
+    });
     await c.query("set local role authenticated");
     await c.query(
       "update public.admin_notification_types set cron_schedule = '*/15 * * * *' where type = 'contact_messages'",

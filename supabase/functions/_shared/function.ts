@@ -66,6 +66,11 @@ export interface FunctionOptions<A extends Access, I, O, G extends FunctionGroup
   bodyLimit?: number;
   /** At most `limit` calls per `windowSeconds` per caller (429 `rate_limited` beyond). */
   rateLimit?: RateLimit;
+  /**
+   * The body of a failure, for callers with a contract of their own
+   * (Supabase Auth's hooks); default `{ error: { code, message, details } }`.
+   */
+  errorBody?(error: HttpError): unknown;
   /** The work: a JSON value answered with 200, or a `Response` of its own. */
   handle(args: HandlerArgs<A, I, G>): Promise<O | Response> | O | Response;
 }
@@ -233,7 +238,7 @@ export function createFunction<
         });
       }
       c.set("code", httpError.code);
-      return json(httpError.toBody(), httpError.status, [
+      return json(options.errorBody?.(httpError) ?? httpError.toBody(), httpError.status, [
         ...c.get("headers"),
         ...Object.entries(httpError.headers ?? {}),
       ]);

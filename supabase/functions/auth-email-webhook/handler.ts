@@ -19,7 +19,7 @@
  */
 import {
   hookEmailRequest,
-  hookErrorResponse,
+  hookErrorBody,
   hookSendFailure,
   verifyAuthHook,
 } from "../_shared/email/auth_hook.ts";
@@ -28,19 +28,16 @@ import { authEmailMessage, authEmails } from "../_shared/email/templates/auth.ts
 import { defineFunction } from "../_shared/function.ts";
 
 export default defineFunction("auth-email-webhook", {
+  errorBody: hookErrorBody,
   async handle({ ctx, request, rawBody }) {
-    try {
-      const { webhookId, payload } = verifyAuthHook(ctx.env, request.headers, rawBody);
-      const emails = authEmails(hookEmailRequest(payload), ctx.env);
-      for (const [index, email] of emails.entries()) {
-        const key = `auth-hook:${webhookId}:${index}`;
-        const outcome = await sendEmail(ctx, authEmailMessage(email, ctx.env.values.SITE_URL, key));
-        const failure = hookSendFailure(outcome);
-        if (failure) throw failure;
-      }
-      return {};
-    } catch (error) {
-      return hookErrorResponse(ctx, error);
+    const { webhookId, payload } = verifyAuthHook(ctx.env, request.headers, rawBody);
+    const emails = authEmails(hookEmailRequest(payload), ctx.env);
+    for (const [index, email] of emails.entries()) {
+      const key = `auth-hook:${webhookId}:${index}`;
+      const outcome = await sendEmail(ctx, authEmailMessage(email, ctx.env.values.SITE_URL, key));
+      const failure = hookSendFailure(outcome);
+      if (failure) throw failure;
     }
+    return {};
   },
 });

@@ -39,7 +39,7 @@ export default defineFunction("send-admin-message", {
             userId,
             type: "messages",
             title: input.subject,
-            body: input.message.slice(0, 5000),
+            body: input.message,
             data: { from: "admin" },
             key,
             email: { emailType: "admin_message", content },

@@ -9,8 +9,16 @@
  */
 import { welcomeEmail } from "../_shared/email/templates/account.ts";
 import { defineFunction } from "../_shared/function.ts";
-import { adminIds, queueNotice, withDelivery } from "../_shared/notifications/notify.ts";
+import {
+  adminIds,
+  queueNotice,
+  wasNotified,
+  withDelivery,
+} from "../_shared/notifications/notify.ts";
 import { requireUser } from "../_shared/notifications/subjects.ts";
+
+/** The welcome's notice key: one per user. */
+const WELCOME_KEY = "welcome";
 
 export default defineFunction("send-new-user-notification", {
   async handle({ input, ctx }) {
@@ -19,23 +27,16 @@ export default defineFunction("send-new-user-notification", {
       // Concurrent calls for one user queue here; the first writes, the
       // others find its rows (and the writes are idempotent regardless).
       await sql.query("select pg_advisory_xact_lock(hashtextextended($1, 0))", [
-        `welcome:${user.id}`,
+        `${WELCOME_KEY}:${user.id}`,
       ]);
-      const before = await sql.one<{ done: boolean }>(
-        `select exists (
-           select 1 from public.notifications where user_id = $1 and dedupe_key = 'welcome'
-         ) or exists (
-           select 1 from public.email_logs where idempotency_key = 'welcome:' || $1::text
-         ) as done`,
-        [user.id],
-      );
+      const welcomedBefore = await wasNotified(sql, user.id, WELCOME_KEY);
       const welcome = await queueNotice(ctx, sql, {
         userId: user.id,
         type: "account",
         title: "Welcome to the marketplace",
         body: "Your account is ready. Explore listings or list your own project.",
         link: "/explore",
-        key: "welcome",
+        key: WELCOME_KEY,
         email: { emailType: "welcome", content: welcomeEmail(user.fullName) },
       });
       const admins = [];
@@ -53,7 +54,7 @@ export default defineFunction("send-new-user-notification", {
           }),
         );
       }
-      return { welcomed: !before.done, welcome, admins };
+      return { welcomed: !welcomedBefore, welcome, admins };
     });
     const [welcome, ...admins] = await withDelivery(ctx, [written.welcome, ...written.admins]);
     return { welcomed: written.welcomed, welcome: welcome!, admins };

@@ -25,7 +25,7 @@ export default defineFunction("send-resubmission-notification", {
       userId: listing.sellerId,
       type: "listing_review",
       title: "Your listing needs changes",
-      body: `"${listing.title}" was not published. Reason: ${input.reason}`.slice(0, 5000),
+      body: `"${listing.title}" was not published. Reason: ${input.reason}`,
       link: `/listings/${listing.id}/edit`,
       data: { listingId: listing.id, reviewStatus: "rejected", reason: input.reason },
       key: `listing_resubmission:${listing.id}:${listing.reviewedAt ?? 0}`,

@@ -295,3 +295,23 @@ sqlTest(
     assert.doesNotMatch(JSON.stringify(other.body), /listing/);
   },
 );
+
+Deno.test("createFunction: errorBody shapes every failure of a function with its own contract", async () => {
+  const hook = createFunction({ name: "test-payproc", access: "webhook", group: "utilities" }, {
+    errorBody: (error) => ({ error: { http_code: error.status, ...error.toBody().error } }),
+    handle() {
+      throw new HttpError(401, "invalid_signature", "Bad signature");
+    },
+  });
+  const failed = await hook.with(runtime)(
+    new Request("http://127.0.0.1/test-payproc", { method: "POST", body: "{}" }),
+  );
+  assert.equal(failed.status, 401);
+  assert.deepEqual(await failed.json(), {
+    error: { http_code: 401, code: "invalid_signature", message: "Bad signature" },
+  });
+  const wrongMethod = await hook.with(runtime)(new Request("http://127.0.0.1/test-payproc"));
+  assert.equal(wrongMethod.status, 405);
+  assert.equal((await wrongMethod.json()).error.http_code, 405);
+  assert.equal(wrongMethod.headers.get("allow"), "POST, OPTIONS");
+});

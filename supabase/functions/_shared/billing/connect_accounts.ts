@@ -121,7 +121,7 @@ export async function applyConnectAccount(
     // Once per change: the row is locked (for update above, or the insert's
     // own lock), so a replayed or concurrent event finds it already changed.
     if ((byAccount?.payouts_enabled ?? false) !== summary.payouts_enabled) {
-      await notifySellerVerification(options.notify, sql, userId, summary);
+      await notifySellerVerification(options.notify, sql, userId, summary, options.readAt);
     }
   }
   return { result: changed ? "changed" : "unchanged", userId, summary };

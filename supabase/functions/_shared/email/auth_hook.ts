@@ -15,11 +15,8 @@
 import { Webhook, WebhookVerificationError } from "standardwebhooks";
 import { z } from "zod";
 import { AUTH_EMAIL_ACTIONS } from "../../../../shared/notifications.ts";
-import type { Context } from "../context.ts";
 import type { Env } from "../env.ts";
 import { HttpError, invalidInput } from "../errors.ts";
-import { describeError } from "../log.ts";
-import { toHttpError } from "../to_http_error.ts";
 import { emailFailureError, type EmailOutcome } from "./send.ts";
 import type { AuthEmailRequest } from "./templates/auth.ts";
 
@@ -179,21 +176,10 @@ export function hookSendFailure(outcome: EmailOutcome): HttpError | null {
 }
 
 /**
- * `error` as the hook answers it: status `http_code` and body
- * `{ error: { http_code, code, message, details? } }`. Server-side failures
- * are logged, as the factory logs them.
+ * `error` as the hook answers it (the factory's `errorBody`): status
+ * `http_code` and body `{ error: { http_code, code, message, details? } }`,
+ * which Supabase Auth reads, with our own `code` kept.
  */
-export function hookErrorResponse(ctx: Context, error: unknown): Response {
-  const httpError = toHttpError(error);
-  if (httpError.status >= 500) {
-    ctx.log.error("request failed", {
-      code: httpError.code,
-      ...(error instanceof HttpError ? { error_message: error.message } : describeError(error)),
-    });
-  }
-  const body = { error: { http_code: httpError.status, ...httpError.toBody().error } };
-  return new Response(JSON.stringify(body), {
-    status: httpError.status,
-    headers: { "content-type": "application/json", ...httpError.headers },
-  });
+export function hookErrorBody(error: HttpError): unknown {
+  return { error: { http_code: error.status, ...error.toBody().error } };
 }

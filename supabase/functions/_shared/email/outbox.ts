@@ -8,7 +8,7 @@
  */
 import type { Context } from "../context.ts";
 import { HttpError } from "../errors.ts";
-import { deliverEmail, type EmailOutcome } from "./send.ts";
+import type { EmailOutcome } from "./send.ts";
 
 /** E-mails queued by one request. */
 export class Outbox {
@@ -35,6 +35,10 @@ export class Outbox {
   async flush(concurrency = 4): Promise<Map<string, EmailOutcome>> {
     const ids = this.#ids.splice(0);
     const outcomes = new Map<string, EmailOutcome>();
+    if (ids.length === 0) return outcomes;
+    // Loaded here, not with the context: a request that queues nothing
+    // (most of them) never loads the sender.
+    const { deliverEmail } = await import("./send.ts");
     let next = 0;
     const worker = async () => {
       while (next < ids.length) {

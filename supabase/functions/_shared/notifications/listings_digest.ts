@@ -78,6 +78,7 @@ async function digestsOf(sql: Sql, userIds: string[], key: string): Promise<Reci
               select 1 from public.notifications n
               where n.user_id = u.user_id and n.dedupe_key = $2::text
             ) or exists (
+              -- noticeEmailKey(key, user): the e-mail key of the same notice
               select 1 from public.email_logs e
               where e.idempotency_key = $2::text || ':' || u.user_id::text
             ) as sent_today,

@@ -18,11 +18,38 @@ import { channelsFor } from "./preferences.ts";
 /** What one notice did (`shared/notification_schemas.ts`). */
 export type NoticeOutcome = z.infer<typeof NoticeResult>;
 
+/** The longest in-app body (`notifications.body` allows 5000 characters). */
+export const MAX_NOTICE_BODY = 5000;
+
+/** `text` cut to the in-app limit. */
+function clipped(text: string): string {
+  return text.length <= MAX_NOTICE_BODY ? text : `${text.slice(0, MAX_NOTICE_BODY - 1)}…`;
+}
+
+/** The e-mail idempotency key of notice `key` to `userId` (keys are per user; e-mail keys global). */
+export function noticeEmailKey(key: string, userId: string): string {
+  return `${key}:${userId}`;
+}
+
+/** Whether notice `key` was written for `userId` before (its in-app row or its e-mail). */
+export async function wasNotified(sql: Sql, userId: string, key: string): Promise<boolean> {
+  const row = await sql.one<{ done: boolean }>(
+    `select exists (
+       select 1 from public.notifications where user_id = $1 and dedupe_key = $2
+     ) or exists (
+       select 1 from public.email_logs where idempotency_key = $3
+     ) as done`,
+    [userId, key, noticeEmailKey(key, userId)],
+  );
+  return row.done;
+}
+
 /** One notice to one user. */
 export interface Notice {
   userId: string;
   type: NotificationType;
   title: string;
+  /** Plain text; clipped to {@linkcode MAX_NOTICE_BODY} in the app. */
   body: string;
   /** A frontend path or an http(s) address. */
   link?: string;
@@ -56,7 +83,7 @@ export async function queueNotice(ctx: Context, sql: Sql, notice: Notice): Promi
           notice.userId,
           notice.type,
           notice.title,
-          notice.body,
+          clipped(notice.body),
           notice.link ?? null,
           JSON.stringify(notice.data ?? {}),
           notice.key ?? null,
@@ -89,7 +116,7 @@ export async function queueNotice(ctx: Context, sql: Sql, notice: Notice): Promi
         emailType: notice.email.emailType,
         userId: notice.userId,
         replyTo: notice.email.replyTo,
-        idempotencyKey: notice.key ? `${notice.key}:${notice.userId}` : undefined,
+        idempotencyKey: notice.key ? noticeEmailKey(notice.key, notice.userId) : undefined,
         preference: notice.type,
       });
       email = { id: outcome.id, status: outcome.status };

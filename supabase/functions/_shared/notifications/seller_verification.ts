@@ -12,20 +12,22 @@ import type { Sql } from "../db.ts";
 import { sellerVerificationNotice } from "../email/templates/account.ts";
 import { queueNotice } from "./notify.ts";
 
-/** Writes the notice of `userId`'s payouts becoming `summary.payouts_enabled`. */
+/**
+ * Writes the notice of `userId`'s payouts becoming `summary.payouts_enabled`,
+ * as read from the processor at `readAt` (each change has its own read).
+ */
 export async function notifySellerVerification(
   ctx: Context,
   sql: Sql,
   userId: string,
   summary: KycSummary,
+  readAt: Date,
 ): Promise<void> {
   const notice = sellerVerificationNotice(summary.payouts_enabled, {
     currentlyDue: summary.currently_due_count,
     pastDue: summary.past_due_count,
     disabledReason: summary.disabled_reason,
   });
-  // Each change is its own notice: the key carries the change's time.
-  const changedAt = await sql.one<{ at: string }>("select now()::text as at");
   await queueNotice(ctx, sql, {
     userId,
     type: "account",
@@ -33,7 +35,8 @@ export async function notifySellerVerification(
     body: notice.body,
     link: "/dashboard/payouts",
     data: { payoutsEnabled: summary.payouts_enabled, ...summary },
-    key: `payouts:${summary.payouts_enabled ? "on" : "off"}:${changedAt.at}`,
+    // Each change is its own notice: the key carries the read that saw it.
+    key: `payouts:${summary.payouts_enabled ? "on" : "off"}:${readAt.toISOString()}`,
     email: { emailType: "seller_verification", content: notice.email },
   });
 }

@@ -6,14 +6,8 @@
  *
  * @module
  */
-import {
-  clipBody,
-  countOf,
-  type DigestNotice,
-  formatPrice,
-  formatUtc,
-  namesOf,
-} from "./listings_digest.ts";
+import { countOf, formatMoney, formatUtc, namesOf } from "./format.ts";
+import type { DigestNotice } from "./listings_digest.ts";
 
 /** A listing waiting for review, as the review digest lists it. */
 export interface PendingListing {
@@ -57,11 +51,9 @@ export function adminListingDigest(listings: PendingListing[], total: number): D
   const title = `${count} waiting for review`;
   return {
     title,
-    body: clipBody(
-      `Submitted for review since the last digest: ${
-        namesOf(listings.map((l) => l.title), total)
-      }.`,
-    ),
+    body: `Submitted for review since the last digest: ${
+      namesOf(listings.map((l) => l.title), total)
+    }.`,
     email: {
       subject: `Review queue: ${count} submitted`,
       heading: "Listings waiting for review",
@@ -71,7 +63,7 @@ export function adminListingDigest(listings: PendingListing[], total: number): D
       ],
       items: listings.map((listing) => ({
         title: listing.title,
-        detail: `${listing.category} · ${formatPrice(listing.askingPrice, listing.currency)} · ` +
+        detail: `${listing.category} · ${formatMoney(listing.askingPrice, listing.currency)} · ` +
           `submitted ${formatUtc(listing.submittedAt)}`,
       })),
       action: { label: "Open the review queue", url: "/admin/listings" },
@@ -93,11 +85,9 @@ export function adminContactDigest(
   const title = `${count} received`;
   return {
     title,
-    body: clipBody(
-      `New through the contact form since the last digest, from ${
-        namesOf(messages.map((m) => m.name), total)
-      }.`,
-    ),
+    body: `New through the contact form since the last digest, from ${
+      namesOf(messages.map((m) => m.name), total)
+    }.`,
     email: {
       subject: `Contact form: ${count}`,
       heading: "New contact messages",

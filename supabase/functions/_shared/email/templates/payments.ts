@@ -6,6 +6,7 @@
  */
 import type { PaymentEmailKind } from "../../../../../shared/notifications.ts";
 import type { EmailContent } from "../render.ts";
+import { formatMoney } from "./format.ts";
 
 /** A deal as the payment e-mails describe it (amounts in major units, as stored). */
 export interface PaymentDeal {
@@ -15,11 +16,6 @@ export interface PaymentDeal {
   /** Our commission on the amount. */
   commission: string;
   currency: string;
-}
-
-/** `amount` (major units, e.g. "1500.00") formatted in `currency` ("$1,500.00", "¥1,500"). */
-export function formatMoney(amount: string, currency: string): string {
-  return new Intl.NumberFormat("en-US", { style: "currency", currency }).format(Number(amount));
 }
 
 /** The seller's payout: amount minus commission, in major units. */
