@@ -4,7 +4,11 @@
  *
  * - `public`: any valid project key (anon key, a user's token, the service role)
  * - `user`: a signed-in user
- * - `seller`: a signed-in user acting on their own listings and payout account
+ * - `seller`: a signed-in user who is a seller — has a listing or a payout
+ *   account (`public.is_seller`) — acting on their own listings and payout
+ *   account; anyone else gets 403 `forbidden` with
+ *   `details.next = "connect-onboarding-link"` (starting payout onboarding,
+ *   open to every signed-in user, is how one becomes a seller)
  * - `deal-participant`: the buyer or seller of the `dealId` in the body
  * - `admin`: a signed-in user holding the admin role
  * - `scheduled`: the service role, the scheduler token, an admin, or the anon

@@ -349,13 +349,13 @@ sqlTest(
 );
 
 sqlTest(
-  "payproc-webhook: checkout in payment mode and unknown types are recorded as ignored",
+  "payproc-webhook: unknown types are recorded as ignored; a payment-mode checkout that pays no deal is skipped",
   async () => {
-    const charge = double.event("charge.refunded", { id: "ch_x", object: "charge" } as never);
-    const res = await deliver<WebhookAnswer>(setup, charge);
+    const payout = double.event("payout.paid", { id: "po_x", object: "payout" } as never);
+    const res = await deliver<WebhookAnswer>(setup, payout);
     assert.equal(res.status, 200);
     assert.equal(res.body.outcome, "ignored");
-    assert.equal(await eventsOf(charge.id), 1);
+    assert.equal(await eventsOf(payout.id), 1);
 
     const session = await stripe.checkout.sessions.create({
       mode: "payment",
@@ -370,7 +370,8 @@ sqlTest(
       setup,
       double.event("checkout.session.completed", paid.session),
     );
-    assert.equal(other.body.outcome, "ignored");
+    assert.equal(other.body.outcome, "skipped");
+    assert.equal(other.body.detail, "the payment intent is not a deal's payment");
   },
 );
 

@@ -6,8 +6,16 @@ import { parsePlanIntervalKey, PLAN_INTERVAL_KEYS, PLANS } from "../../shared/pl
 /** Who may call what, as the team decided it for the interface's 46 functions. */
 const EXPECTED: Record<Access, string[]> = {
   public: ["get-price-id", "security-headers"],
-  user: ["create-checkout", "customer-portal", "check-subscription", "analyze-project"],
-  seller: ["connect-onboarding-link", "connect-dashboard-link", "refresh-kyc-status"],
+  user: [
+    "create-checkout",
+    "customer-portal",
+    "check-subscription",
+    "analyze-project",
+    // A seller is a user with a listing or a payout account (public.is_seller);
+    // starting onboarding is how a user becomes one, so any user may.
+    "connect-onboarding-link",
+  ],
+  seller: ["connect-dashboard-link", "refresh-kyc-status"],
   "deal-participant": [
     "create-deal-payment",
     "create-deal-checkout",

@@ -540,3 +540,310 @@ Deno.test("failNext: a delayed response trips the SDK's timeout", async () => {
   assert.ok(Date.now() - started < 2_000);
   assert.equal((await stripe.customers.list()).object, "list");
 });
+
+/** A succeeded payment intent (through the API) and its charge id. */
+async function paidIntent(
+  double: PayprocDouble,
+  stripe: Stripe,
+  amount = 10_000,
+): Promise<{ pi: Stripe.PaymentIntent; chargeId: string }> {
+  const created = await stripe.paymentIntents.create({
+    amount,
+    currency: "usd",
+    metadata: { order_id: "o_1" },
+    transfer_group: "order_o_1",
+  });
+  const pi = double.setPaymentIntentStatus(created.id, "succeeded");
+  return { pi: await stripe.paymentIntents.retrieve(pi.id), chargeId: pi.latest_charge as string };
+}
+
+Deno.test("disputes: a disputed charge answers retrieve, list filters, update and close", async () => {
+  await using double = new PayprocDouble();
+  const stripe = payprocClient(double);
+  const { pi, chargeId } = await paidIntent(double, stripe);
+  const other = await paidIntent(double, stripe, 3_000);
+
+  const dispute = double.disputeCharge(chargeId);
+  double.event("charge.dispute.created", dispute);
+  assert.match(dispute.id, /^dp_/);
+  assert.equal(dispute.status, "needs_response");
+  assert.equal(dispute.amount, 10_000);
+  assert.equal(dispute.currency, "usd");
+  assert.equal(dispute.charge, chargeId);
+  assert.equal(dispute.payment_intent, pi.id);
+  assert.equal(dispute.is_charge_refundable, false);
+  assert.equal(dispute.reason, "fraudulent");
+  assert.equal(dispute.balance_transactions[0]?.amount, -10_000);
+  assert.equal((await stripe.charges.retrieve(chargeId)).disputed, true);
+  assert.throws(() => double.disputeCharge(chargeId), /already disputed/);
+  const second = double.disputeCharge(other.chargeId, { reason: "product_not_received" });
+
+  const retrieved = await stripe.disputes.retrieve(dispute.id, { expand: ["charge"] });
+  assert.equal((retrieved.charge as Stripe.Charge).id, chargeId);
+  assert.equal(retrieved.evidence_details.has_evidence, false);
+  assert.deepEqual(
+    (await stripe.disputes.list({ charge: chargeId })).data.map((d) => d.id),
+    [dispute.id],
+  );
+  assert.deepEqual(
+    (await stripe.disputes.list({ payment_intent: other.pi.id })).data.map((d) => d.id),
+    [second.id],
+  );
+  const page = await stripe.disputes.list({ limit: 1 });
+  assert.equal(page.has_more, true);
+  assert.deepEqual(
+    (await stripe.disputes.list({ starting_after: page.data[0]!.id })).data.length,
+    1,
+  );
+
+  const updated = await stripe.disputes.update(dispute.id, {
+    metadata: { case: "c_1" },
+    evidence: { uncategorized_text: "Delivered on time", customer_email_address: "b@x.test" },
+  });
+  assert.deepEqual(updated.metadata, { case: "c_1" });
+  assert.equal(updated.status, "needs_response");
+  assert.equal(updated.evidence_details.has_evidence, true);
+  const submitted = await stripe.disputes.update(dispute.id, { submit: true });
+  assert.equal(submitted.status, "under_review");
+  assert.equal(submitted.evidence_details.submission_count, 1);
+  await assert.rejects(
+    stripe.disputes.close(dispute.id),
+    Stripe.errors.StripeInvalidRequestError,
+  );
+  await assert.rejects(
+    stripe.disputes.update(dispute.id, { reason: "x" } as Stripe.DisputeUpdateParams),
+    (error: unknown) =>
+      error instanceof Stripe.errors.StripeInvalidRequestError &&
+      error.code === "parameter_unknown" && error.param === "reason",
+  );
+  const won = double.closeDispute(dispute.id, "won");
+  assert.equal(won.status, "won");
+  assert.equal(won.balance_transactions.length, 2);
+  double.event("charge.dispute.closed", won);
+
+  const accepted = await stripe.disputes.close(second.id);
+  assert.equal(accepted.status, "lost");
+  assert.equal((await stripe.disputes.retrieve(second.id)).status, "lost");
+  await assert.rejects(
+    stripe.disputes.retrieve("dp_missing"),
+    (error: unknown) =>
+      error instanceof Stripe.errors.StripeInvalidRequestError && error.statusCode === 404 &&
+      error.message === "No such dispute: 'dp_missing'",
+  );
+});
+
+Deno.test("transfers: reversals are created once per Idempotency-Key, listed, retrieved, and capped", async () => {
+  await using double = new PayprocDouble();
+  const seller = double.addAccount();
+  double.completeOnboarding(seller.id);
+  const stripe = payprocClient(double);
+  const transfer = await stripe.transfers.create({
+    amount: 5_000,
+    currency: "usd",
+    destination: seller.id,
+    transfer_group: "order_o_1",
+  });
+
+  const params = { amount: 2_000, metadata: { reason: "refund r_1" } };
+  const reversal = await stripe.transfers.createReversal(transfer.id, params, {
+    idempotencyKey: "reverse-r_1",
+  });
+  const replayed = await stripe.transfers.createReversal(transfer.id, params, {
+    idempotencyKey: "reverse-r_1",
+  });
+  assert.match(reversal.id, /^trr_/);
+  assert.equal(reversal.object, "transfer_reversal");
+  assert.equal(reversal.transfer, transfer.id);
+  assert.equal(reversal.amount, 2_000);
+  assert.equal(reversal.currency, "usd");
+  assert.deepEqual(reversal.metadata, { reason: "refund r_1" });
+  assert.equal(reversal.source_refund, null);
+  assert.match(reversal.destination_payment_refund as string, /^pyr_/);
+  assert.equal(replayed.id, reversal.id);
+  assert.equal(double.createdCount("transfer_reversal"), 1);
+
+  const afterOne = await stripe.transfers.retrieve(transfer.id);
+  assert.equal(afterOne.amount_reversed, 2_000);
+  assert.equal(afterOne.reversed, false);
+  assert.deepEqual(afterOne.reversals.data.map((r) => r.id), [reversal.id]);
+  assert.deepEqual(
+    (await stripe.transfers.listReversals(transfer.id)).data.map((r) => r.id),
+    [reversal.id],
+  );
+  assert.equal(
+    (await stripe.transfers.retrieveReversal(transfer.id, reversal.id)).amount,
+    2_000,
+  );
+
+  await assert.rejects(
+    stripe.transfers.createReversal(transfer.id, { amount: 3_001 }),
+    (error: unknown) =>
+      error instanceof Stripe.errors.StripeInvalidRequestError && error.param === "amount",
+  );
+  await assert.rejects(
+    stripe.transfers.createReversal(transfer.id, { amount: 10, reverse: true } as never),
+    (error: unknown) =>
+      error instanceof Stripe.errors.StripeInvalidRequestError &&
+      error.code === "parameter_unknown",
+  );
+  const { transfer: reversed, reversal: rest } = double.reverseTransfer(transfer.id);
+  double.event("transfer.reversed", reversed);
+  assert.equal(rest.amount, 3_000);
+  assert.equal(reversed.amount_reversed, 5_000);
+  assert.equal(reversed.reversed, true);
+  assert.deepEqual(reversed.reversals.data.map((r) => r.id), [rest.id, reversal.id]);
+  await assert.rejects(
+    stripe.transfers.createReversal(transfer.id),
+    (error: unknown) =>
+      error instanceof Stripe.errors.StripeInvalidRequestError &&
+      error.message === `The transfer ${transfer.id} is already fully reversed.`,
+  );
+  assert.equal(double.createdCount("transfer_reversal"), 2);
+
+  const other = await stripe.transfers.create({
+    amount: 100,
+    currency: "usd",
+    destination: seller.id,
+  });
+  await assert.rejects(
+    stripe.transfers.retrieveReversal(other.id, reversal.id),
+    (error: unknown) =>
+      error instanceof Stripe.errors.StripeInvalidRequestError && error.statusCode === 404,
+  );
+});
+
+Deno.test("payments: failPaymentIntent leaves a declined attempt visible on retrieve", async () => {
+  await using double = new PayprocDouble();
+  const stripe = payprocClient(double);
+  const created = await stripe.paymentIntents.create({
+    amount: 4_200,
+    currency: "usd",
+    payment_method: "pm_card_visa",
+  });
+
+  const failed = double.failPaymentIntent(created.id);
+  double.event("payment_intent.payment_failed", failed);
+  const pi = await stripe.paymentIntents.retrieve(created.id);
+  assert.equal(pi.status, "requires_payment_method");
+  assert.equal(pi.payment_method, null);
+  assert.equal(pi.last_payment_error?.type, "card_error");
+  assert.equal(pi.last_payment_error?.code, "card_declined");
+  assert.equal(pi.last_payment_error?.decline_code, "generic_decline");
+  assert.equal(pi.last_payment_error?.message, "Your card was declined.");
+  const failedCharge = await stripe.charges.retrieve(pi.latest_charge as string);
+  assert.equal(failedCharge.status, "failed");
+  assert.equal(failedCharge.paid, false);
+  assert.equal(failedCharge.failure_code, "card_declined");
+  assert.equal(pi.last_payment_error?.charge, failedCharge.id);
+
+  double.failPaymentIntent(created.id, {
+    code: "expired_card",
+    message: "Your card has expired.",
+  });
+  const expired = await stripe.paymentIntents.retrieve(created.id);
+  assert.equal(expired.last_payment_error?.code, "expired_card");
+  assert.equal(expired.last_payment_error?.message, "Your card has expired.");
+  assert.equal(expired.last_payment_error?.decline_code, undefined);
+
+  const paid = double.setPaymentIntentStatus(created.id, "succeeded");
+  assert.notEqual(paid.latest_charge, failedCharge.id);
+  assert.equal((await stripe.charges.retrieve(paid.latest_charge as string)).status, "succeeded");
+  assert.throws(() => double.failPaymentIntent(created.id), /succeeded/);
+
+  const declined = await stripe.paymentIntents.create({ amount: 100, currency: "usd" });
+  await assert.rejects(
+    stripe.paymentIntents.confirm(declined.id, { payment_method: "pm_card_chargeDeclined" }),
+    (error: unknown) => error instanceof Stripe.errors.StripeCardError && error.statusCode === 402,
+  );
+  const after = await stripe.paymentIntents.retrieve(declined.id);
+  assert.equal(after.status, "requires_payment_method");
+  assert.equal(after.last_payment_error?.decline_code, "generic_decline");
+  await assert.rejects(
+    stripe.paymentIntents.confirm(paid.id, { payment_method: "pm_card_visa" }),
+    (error: unknown) =>
+      error instanceof Stripe.errors.StripeInvalidRequestError &&
+      error.code === "payment_intent_unexpected_state",
+  );
+});
+
+Deno.test("refunds: a full refund marks the charge refunded", async () => {
+  await using double = new PayprocDouble();
+  const stripe = payprocClient(double);
+  const { pi, chargeId } = await paidIntent(double, stripe, 2_500);
+
+  await stripe.refunds.create({ payment_intent: pi.id, amount: 1_000 });
+  const partly = await stripe.charges.retrieve(chargeId);
+  assert.equal(partly.amount_refunded, 1_000);
+  assert.equal(partly.refunded, false);
+  await stripe.refunds.create({ charge: chargeId });
+  const charge = await stripe.charges.retrieve(chargeId);
+  assert.equal(charge.amount_refunded, 2_500);
+  assert.equal(charge.refunded, true);
+  double.event("charge.refunded", double.get("charge", chargeId)!);
+  assert.deepEqual(
+    (await stripe.refunds.list({ charge: chargeId })).data.map((r) => r.amount),
+    [1_500, 1_000],
+  );
+  await assert.rejects(
+    stripe.refunds.create({ charge: chargeId }),
+    (error: unknown) =>
+      error instanceof Stripe.errors.StripeInvalidRequestError &&
+      error.code === "charge_already_refunded",
+  );
+});
+
+Deno.test("checkout: payment mode with price_data yields a paid session and a succeeded intent", async () => {
+  await using double = new PayprocDouble();
+  const stripe = payprocClient(double);
+  const dealId = "deal_42";
+
+  const session = await stripe.checkout.sessions.create({
+    mode: "payment",
+    line_items: [{
+      quantity: 1,
+      price_data: {
+        currency: "usd",
+        unit_amount: 125_000,
+        product_data: { name: "Listing title" },
+      },
+    }],
+    payment_intent_data: { transfer_group: `deal:${dealId}`, metadata: { deal_id: dealId } },
+    customer_email: "buyer@example.test",
+    success_url: "https://app.example.test/deals/ok",
+    cancel_url: "https://app.example.test/deals/cancel",
+    metadata: { deal_id: dealId },
+  });
+  assert.equal(session.status, "open");
+  assert.equal(session.payment_status, "unpaid");
+  assert.equal(session.payment_intent, null);
+  assert.equal(session.amount_total, 125_000);
+  assert.equal(session.currency, "usd");
+  assert.deepEqual(session.metadata, { deal_id: dealId });
+  const [item] = (await stripe.checkout.sessions.listLineItems(session.id)).data;
+  assert.equal(item?.description, "Listing title");
+  assert.equal(item?.amount_total, 125_000);
+
+  const { paymentIntent } = double.completeCheckout(session.id);
+  const pi = await stripe.paymentIntents.retrieve(paymentIntent!.id, {
+    expand: ["latest_charge"],
+  });
+  assert.equal(pi.status, "succeeded");
+  assert.equal(pi.amount, 125_000);
+  assert.equal(pi.amount_received, 125_000);
+  assert.equal(pi.transfer_group, `deal:${dealId}`);
+  assert.deepEqual(pi.metadata, { deal_id: dealId });
+  assert.equal(pi.receipt_email, "buyer@example.test");
+  const charge = pi.latest_charge as Stripe.Charge;
+  assert.match(charge.id, /^ch_/);
+  assert.equal(charge.status, "succeeded");
+  assert.equal(charge.amount_captured, 125_000);
+  assert.equal(charge.transfer_group, `deal:${dealId}`);
+
+  const retrieved = await stripe.checkout.sessions.retrieve(session.id);
+  assert.equal(retrieved.payment_intent, pi.id);
+  assert.equal(retrieved.status, "complete");
+  assert.equal(retrieved.payment_status, "paid");
+  assert.equal(retrieved.customer_details?.email, "buyer@example.test");
+  assert.deepEqual(retrieved.metadata, { deal_id: dealId });
+  double.event("checkout.session.completed", double.get("checkout.session", session.id)!);
+});

@@ -62,12 +62,37 @@ export async function isAdmin(ctx: Context, userId: string): Promise<boolean> {
   return row.admin;
 }
 
+/** Whether `userId` is a seller: has a listing or a payout account (`public.is_seller`). */
+export async function isSeller(ctx: Context, userId: string): Promise<boolean> {
+  const row = await ctx.db.one<{ seller: boolean }>("select public.is_seller($1) as seller", [
+    userId,
+  ]);
+  return row.seller;
+}
+
+/**
+ * The seller rule's refusal: it says how to become one. Starting payout
+ * onboarding (`connect-onboarding-link`, open to every signed-in user) is the
+ * way for a user without a listing, so `details.next` names it.
+ */
+function notASeller(): HttpError {
+  return new HttpError(
+    403,
+    "forbidden",
+    "This function is for sellers: list a project, or set up your payout account with connect-onboarding-link, to become one",
+    { next: "connect-onboarding-link" },
+  );
+}
+
 /**
  * Throws 403 unless `caller` satisfies the function's access rule. The
  * caller's credential is already verified, so every refusal here is 403
  * `forbidden` — a valid credential without the right (401 is only for a
- * missing, malformed, expired or badly signed one). Rules that depend on the
- * input (deal-participant) run after validation, see {@linkcode authorizeDeal}.
+ * missing, malformed, expired or badly signed one). `seller` is a signed-in
+ * user for whom `public.is_seller` holds (a listing or a payout account);
+ * anyone else is told, in `details.next`, to start payout onboarding. Rules
+ * that depend on the input (deal-participant) run after validation, see
+ * {@linkcode authorizeDeal}.
  */
 export async function authorize(spec: AccessSpec, caller: Caller, ctx: Context): Promise<void> {
   // Interface §5.2: locally the anon key starts scheduled and utility functions.
@@ -83,9 +108,12 @@ export async function authorize(spec: AccessSpec, caller: Caller, ctx: Context):
       }
       return;
     case "user":
-    case "seller":
     case "deal-participant":
       requireAccount(caller, "This function is for signed-in users: sign in first");
+      return;
+    case "seller":
+      requireAccount(caller, "This function is for sellers: sign in first");
+      if (!(await isSeller(ctx, caller.id))) throw notASeller();
       return;
     case "admin":
       requireAccount(caller, "This function is for admins");

@@ -39,6 +39,11 @@ export function invalidInput(message: string, details?: unknown): HttpError {
   return new HttpError(400, "invalid_input", message, details);
 }
 
+/** 403 `forbidden`: a valid credential without the right. */
+export function forbidden(message: string, details?: unknown): HttpError {
+  return new HttpError(403, "forbidden", message, details);
+}
+
 /** 404 `not_found`. */
 export function notFound(message: string): HttpError {
   return new HttpError(404, "not_found", message);

@@ -76,7 +76,8 @@ async function statusOf(rule: string, who: Who, rt: Runtime = runtime): Promise<
 const matrix: Record<string, Record<Who, number>> = {
   public: { none: 401, anon: 200, service: 200, scheduler: 403, user: 200, admin: 200 },
   user: { none: 401, anon: 403, service: 403, scheduler: 403, user: 200, admin: 200 },
-  seller: { none: 401, anon: 403, service: 403, scheduler: 403, user: 200, admin: 200 },
+  // Neither alice nor the admin has a listing or a payout account (see the seller test below).
+  seller: { none: 401, anon: 403, service: 403, scheduler: 403, user: 403, admin: 403 },
   admin: { none: 401, anon: 403, service: 403, scheduler: 403, user: 403, admin: 200 },
   utility: { none: 401, anon: 403, service: 403, scheduler: 403, user: 403, admin: 200 },
   scheduled: { none: 401, anon: 403, service: 200, scheduler: 200, user: 403, admin: 200 },
@@ -272,6 +273,42 @@ sqlTest(
       body: { dealId: deal.id },
     });
     assert.equal(anon.status, 403);
+  },
+);
+
+sqlTest(
+  'access "seller": a user with a listing or a payout account passes; others 403 with details.next',
+  async () => {
+    const lister = await createUser(db.pool);
+    const onboarded = await createUser(db.pool);
+    const newcomer = await createUser(db.pool);
+    await db.pool.query(
+      `insert into public.listings (seller_id, title, category, asking_price, currency)
+       values ($1, 'Seller probe', 'saas', 1000, 'USD')`,
+      [lister.id],
+    );
+    await db.pool.query(
+      "insert into public.connect_accounts (user_id, payproc_account_id) values ($1, $2)",
+      [onboarded.id, `acct_probe_${onboarded.id.slice(0, 8)}`],
+    );
+    const as = async (user: { id: string; email: string }) =>
+      await invoke(probes.seller!, runtime, { token: await keys.userToken(user), body: {} });
+    assert.deepEqual((await as(lister)).body, { caller: "user" });
+    assert.deepEqual((await as(onboarded)).body, { caller: "user" });
+    const refused = await as(newcomer);
+    assert.equal(refused.status, 403);
+    const error = (refused.body as {
+      error: { code: string; message: string; details: { next: string } };
+    }).error;
+    assert.equal(error.code, "forbidden");
+    assert.deepEqual(error.details, { next: "connect-onboarding-link" });
+    assert.match(error.message, /connect-onboarding-link/);
+    // Only the seller rule asks: the same user passes a user function.
+    const user = await invoke(probes.user!, runtime, {
+      token: await keys.userToken(newcomer),
+      body: {},
+    });
+    assert.equal(user.status, 200);
   },
 );
 

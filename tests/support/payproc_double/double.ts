@@ -27,10 +27,13 @@ import type {
   LinkKind,
   PayprocAccount,
   PayprocCustomer,
+  PayprocDispute,
   PayprocInvoice,
   PayprocPaymentIntent,
   PayprocPrice,
   PayprocSubscription,
+  PayprocTransfer,
+  PayprocTransferReversal,
 } from "./types.ts";
 import {
   buildEvent,
@@ -61,13 +64,25 @@ import {
   deletedCustomer,
   type NewCustomer,
 } from "./resources/customers.ts";
+import {
+  createDispute,
+  decideDispute,
+  type DisputeOptions,
+  type DisputeOutcome,
+  disputeRoutes,
+} from "./resources/disputes.ts";
 import { eventRoutes } from "./resources/events.ts";
 import { createInvoice, invoiceRoutes, type NewInvoice } from "./resources/invoices.ts";
-import { paymentRoutes, setPaymentIntentStatus } from "./resources/payments.ts";
+import {
+  failPaymentIntent,
+  type PaymentFailure,
+  paymentRoutes,
+  setPaymentIntentStatus,
+} from "./resources/payments.ts";
 import { createPrice, type NewPrice, priceRoutes } from "./resources/prices.ts";
 import { refundRoutes } from "./resources/refunds.ts";
 import { subscriptionRoutes } from "./resources/subscriptions.ts";
-import { transferRoutes } from "./resources/transfers.ts";
+import { createReversal, transferRoutes } from "./resources/transfers.ts";
 import {
   patchSubscription,
   renewSubscription,
@@ -84,6 +99,7 @@ const ROUTES: readonly Route[] = [
   ...invoiceRoutes,
   ...paymentRoutes,
   ...refundRoutes,
+  ...disputeRoutes,
   ...transferRoutes,
   ...accountRoutes,
   ...eventRoutes,
@@ -156,6 +172,43 @@ export class PayprocDouble extends HttpDouble {
     return structuredClone(
       setPaymentIntentStatus(this.store, this.store.require("payment_intent", id), status),
     );
+  }
+
+  /**
+   * Declines a payment attempt: a failed charge as `latest_charge`, status
+   * back to `requires_payment_method`, `last_payment_error` set (`card_error`,
+   * default code `card_declined`, "Your card was declined.").
+   */
+  failPaymentIntent(id: string, options: PaymentFailure = {}): PayprocPaymentIntent {
+    return structuredClone(
+      failPaymentIntent(this.store, this.store.require("payment_intent", id), options),
+    );
+  }
+
+  /**
+   * Opens a dispute on a captured charge as the cardholder's bank would
+   * (`needs_response`, the captured amount, `charge.disputed` set).
+   */
+  disputeCharge(chargeId: string, options: DisputeOptions = {}): PayprocDispute {
+    return structuredClone(createDispute(this.store, chargeId, options));
+  }
+
+  /** Decides a dispute (`won` returns the funds with a `dispute_reversal` balance transaction). */
+  closeDispute(id: string, outcome: DisputeOutcome): PayprocDispute {
+    return structuredClone(decideDispute(this.store, this.store.require("dispute", id), outcome));
+  }
+
+  /**
+   * Reverses a transfer as the processor would (e.g. from the dashboard):
+   * `amount` defaults to what is left; the same checks as the API apply.
+   */
+  reverseTransfer(
+    id: string,
+    amount?: number,
+  ): { transfer: PayprocTransfer; reversal: PayprocTransferReversal } {
+    const transfer = this.store.require("transfer", id);
+    const reversal = createReversal(this.store, transfer, { amount });
+    return structuredClone({ transfer, reversal });
   }
 
   /** Seeds a connected Express account, optionally already changed by `patch`. */

@@ -22,6 +22,7 @@ export interface KindMap {
   charge: Wire<Stripe.Charge>;
   "checkout.session": Wire<Stripe.Checkout.Session>;
   customer: Wire<Stripe.Customer>;
+  dispute: Wire<Stripe.Dispute>;
   event: Wire<Stripe.Event>;
   invoice: Wire<Stripe.Invoice>;
   payment_intent: Wire<Stripe.PaymentIntent>;
@@ -30,6 +31,7 @@ export interface KindMap {
   refund: Wire<Stripe.Refund>;
   subscription: Wire<Stripe.Subscription>;
   transfer: Wire<Stripe.Transfer>;
+  transfer_reversal: Wire<Stripe.TransferReversal>;
 }
 
 /** A stored kind's name, e.g. `"customer"` or `"checkout.session"`. */
@@ -43,10 +45,14 @@ export type StoredObject = KindMap[Kind];
 
 /** Wire shapes the double hands back to tests. */
 export type PayprocAccount = KindMap["account"];
+/** A charge as the API sends it. */
+export type PayprocCharge = KindMap["charge"];
 /** A checkout session as the API sends it. */
 export type PayprocCheckoutSession = KindMap["checkout.session"];
 /** A customer as the API sends it. */
 export type PayprocCustomer = KindMap["customer"];
+/** A dispute as the API sends it. */
+export type PayprocDispute = KindMap["dispute"];
 /** An event as the API sends it. */
 export type PayprocEvent = KindMap["event"];
 /** An invoice as the API sends it. */
@@ -57,6 +63,10 @@ export type PayprocPaymentIntent = KindMap["payment_intent"];
 export type PayprocPrice = KindMap["price"];
 /** A subscription as the API sends it. */
 export type PayprocSubscription = KindMap["subscription"];
+/** A transfer as the API sends it. */
+export type PayprocTransfer = KindMap["transfer"];
+/** A transfer reversal as the API sends it. */
+export type PayprocTransferReversal = KindMap["transfer_reversal"];
 /** A subscription item as the API sends it. */
 export type PayprocSubscriptionItem = Wire<Stripe.SubscriptionItem>;
 /** A list envelope as the API sends it. */

@@ -33,3 +33,20 @@ export class RereadNeeded extends Error {
     super(`Cannot finish the write: processor object "${objectId}" was not read first`);
   }
 }
+
+/**
+ * Whether the processor refused the request for good (a 4xx other than 409
+ * and 429): nothing was done, and repeating it unchanged would be refused
+ * again. Timeouts, 5xx, 409 (a request with the same idempotency key still
+ * running) and 429 are not refusals: the outcome is unknown or transient.
+ */
+export function isRefusal(error: unknown): error is { message: string; code?: string } {
+  if (!isPayprocError(error)) return false;
+  const status = error.statusCode ?? 0;
+  return status >= 400 && status < 500 && status !== 409 && status !== 429;
+}
+
+/** Whether the processor is still running a request with the same idempotency key (409). */
+export function isInProgress(error: unknown): boolean {
+  return isPayprocError(error) && error.statusCode === 409;
+}

@@ -126,7 +126,9 @@ const onSubscriptionEvent = subscriptionHandler<EventOf<SubscriptionEventType>>(
 );
 
 /** A completed checkout links its subscription to the user it was made for (re-read, not trusted). */
-const onCheckoutCompleted = subscriptionHandler<EventOf<"checkout.session.completed">>(
+export const onSubscriptionCheckoutCompleted = subscriptionHandler<
+  EventOf<"checkout.session.completed">
+>(
   async (event, ctx) => {
     const payproc = await ctx.payproc();
     const session = await orNullIfMissing(
@@ -142,9 +144,11 @@ const onCheckoutCompleted = subscriptionHandler<EventOf<"checkout.session.comple
   },
 );
 
-/** Handlers of subscription lifecycle events. */
+/**
+ * Handlers of subscription lifecycle events (`checkout.session.completed`
+ * is dispatched by mode in `webhook_handlers.ts`).
+ */
 export const SUBSCRIPTION_EVENT_HANDLERS: WebhookHandlers = {
-  "checkout.session.completed": onCheckoutCompleted,
   "customer.subscription.created": onSubscriptionEvent,
   "customer.subscription.updated": onSubscriptionEvent,
   "customer.subscription.deleted": onSubscriptionEvent,

@@ -1,21 +1,68 @@
 /**
  * The webhook's dispatch tables, one per endpoint: event type → handler.
- * Other features add their events by spreading their own table into the
- * right one (e.g. the deals issue's `payment_intent.*` on the platform). A
- * type without a handler is recorded as ignored.
+ * Each feature adds its events by spreading its own table into the right
+ * one; `checkout.session.completed` goes to billing or deals by the
+ * session's mode. A type without a handler is recorded as ignored.
  *
  * @module
  */
+import { DEAL_PAYMENT_EVENT_HANDLERS, onDealCheckoutCompleted } from "../deals/payment_events.ts";
+import { DEAL_SETTLEMENT_EVENT_HANDLERS } from "../deals/settlement_events.ts";
 import { ACCOUNT_EVENT_HANDLERS } from "./account_events.ts";
 import { INVOICE_EVENT_HANDLERS } from "./invoice_events.ts";
-import { SUBSCRIPTION_EVENT_HANDLERS } from "./subscription_events.ts";
-import type { WebhookHandler, WebhookHandlers } from "./webhook_types.ts";
+import {
+  onSubscriptionCheckoutCompleted,
+  SUBSCRIPTION_EVENT_HANDLERS,
+} from "./subscription_events.ts";
+import type { EventOf, WebhookHandler, WebhookHandlers } from "./webhook_types.ts";
 import type { Endpoint } from "./webhook_verify.ts";
 
-/** Events of our own account (billing). */
+type CheckoutEvent = EventOf<"checkout.session.completed">;
+
+/**
+ * A completed checkout is a subscription's (billing) or a deal's payment
+ * (deals): chosen by the mode the signed event names, which each handler
+ * confirms on the session it re-reads (a mode never changes).
+ */
+function byCheckoutMode(
+  handlers: Record<"subscription" | "payment", WebhookHandler<CheckoutEvent, unknown>>,
+): WebhookHandler<
+  CheckoutEvent,
+  { handler: WebhookHandler<CheckoutEvent, unknown>; read: unknown }
+> {
+  return {
+    async read({ event, ctx }) {
+      const handler = event.data.object.mode === "payment"
+        ? handlers.payment
+        : handlers.subscription;
+      return { handler, read: await handler.read({ event, ctx }) };
+    },
+    async quick({ entry, db, read }) {
+      return await read.handler.quick?.({ entry, db, read: read.read }) ?? null;
+    },
+    async complete({ ctx, read, also }) {
+      if (!read.handler.complete) return read;
+      return {
+        handler: read.handler,
+        read: await read.handler.complete({ ctx, read: read.read, also }),
+      };
+    },
+    async write({ event, sql, read, ctx }) {
+      return await read.handler.write({ event, sql, read: read.read, ctx });
+    },
+  };
+}
+
+/** Events of our own account: billing, and deals' payments, refunds, disputes and payouts. */
 export const PLATFORM_HANDLERS: Readonly<WebhookHandlers> = Object.freeze({
   ...SUBSCRIPTION_EVENT_HANDLERS,
   ...INVOICE_EVENT_HANDLERS,
+  ...DEAL_PAYMENT_EVENT_HANDLERS,
+  ...DEAL_SETTLEMENT_EVENT_HANDLERS,
+  "checkout.session.completed": byCheckoutMode({
+    subscription: onSubscriptionCheckoutCompleted as WebhookHandler<CheckoutEvent, unknown>,
+    payment: onDealCheckoutCompleted as WebhookHandler<CheckoutEvent, unknown>,
+  }),
 });
 
 /** Events of connected (seller) accounts. */

@@ -15,8 +15,12 @@ import { sqlTest } from "../../../support/db.ts";
 const { db, double, runtime } = await billingSetup();
 const ctx = () => new Context(runtime, crypto.randomUUID(), runtime.log);
 
-Deno.test("the dispatch tables: billing events on the platform, account events on Connect only", () => {
+Deno.test("the dispatch tables: billing and deal events on the platform, account events on Connect only", () => {
   assert.deepEqual(Object.keys(PLATFORM_HANDLERS).sort(), [
+    "charge.dispute.closed",
+    "charge.dispute.created",
+    "charge.dispute.updated",
+    "charge.refunded",
     "checkout.session.completed",
     "customer.subscription.created",
     "customer.subscription.deleted",
@@ -27,25 +31,31 @@ Deno.test("the dispatch tables: billing events on the platform, account events o
     "invoice.paid",
     "invoice.payment_failed",
     "invoice.payment_succeeded",
+    "payment_intent.canceled",
+    "payment_intent.payment_failed",
+    "payment_intent.processing",
+    "payment_intent.succeeded",
+    "transfer.reversed",
   ]);
   assert.deepEqual(Object.keys(CONNECT_HANDLERS), ["account.updated"]);
   assert.equal(handlerFor("platform", "account.updated"), undefined);
   assert.equal(handlerFor("connect", "customer.subscription.updated"), undefined);
-  assert.equal(handlerFor("platform", "payment_intent.succeeded"), undefined);
+  assert.equal(handlerFor("connect", "payment_intent.succeeded"), undefined);
+  assert.equal(handlerFor("platform", "payout.paid"), undefined);
   assert.equal(handlerFor("platform", "toString"), undefined);
 });
 
-function paymentEvent(): Stripe.Event {
+function payoutEvent(): Stripe.Event {
   return double.event(
-    "payment_intent.succeeded",
-    { id: `pi_${crypto.randomUUID().slice(0, 8)}`, object: "payment_intent" } as never,
+    "payout.paid",
+    { id: `po_${crypto.randomUUID().slice(0, 8)}`, object: "payout" } as never,
   ) as unknown as Stripe.Event;
 }
 
 sqlTest(
   "processEvent(): effects commit with the record, a throwing write rolls both back, a repeat is a duplicate",
   async () => {
-    const event = paymentEvent();
+    const event = payoutEvent();
     let fail = true;
     const handler: WebhookHandler = {
       read: () => Promise.resolve(null),
@@ -78,7 +88,7 @@ sqlTest(
 sqlTest(
   "processEvent(): reads before the transaction, and again (completing) when the write met an unread object",
   async () => {
-    const event = paymentEvent();
+    const event = payoutEvent();
     const phases: string[] = [];
     /** Transactions open on this test's database right now (the reads must see none). */
     const openTransactions = async () =>
@@ -122,7 +132,7 @@ sqlTest(
 );
 
 sqlTest("processEvent(): an event without a handler is recorded as ignored", async () => {
-  const event = paymentEvent();
+  const event = payoutEvent();
   const outcome = await processEvent(ctx(), { event, endpoint: "platform" });
   assert.equal(outcome.outcome, "ignored");
   const { rows } = await db.pool.query(
@@ -133,6 +143,6 @@ sqlTest("processEvent(): an event without a handler is recorded as ignored", asy
   );
   assert.deepEqual(rows[0], {
     outcome: "ignored",
-    detail: 'no handler for "payment_intent.succeeded" on the platform endpoint',
+    detail: 'no handler for "payout.paid" on the platform endpoint',
   });
 });

@@ -1,7 +1,8 @@
 /**
  * Payment intents (create, retrieve, update, confirm, capture, cancel, list),
  * and their charges. Confirming with `pm_card_chargeDeclined`
- * answers a 402 `card_declined` like the API's test card does.
+ * answers a 402 `card_declined` like the API's test card does, leaving the
+ * intent as {@linkcode failPaymentIntent} does.
  *
  * @module
  */
@@ -28,6 +29,16 @@ export interface NewPaymentIntent {
   paymentMethod?: string | null;
 }
 
+/** A declined payment attempt (see {@linkcode failPaymentIntent}). */
+export interface PaymentFailure {
+  /** The error code (default `card_declined`). */
+  code?: string;
+  /** Default "Your card was declined.". */
+  message?: string;
+  /** The issuer's decline code (default `generic_decline` when `code` is `card_declined`). */
+  declineCode?: string;
+}
+
 const CAPTURE_METHODS = ["automatic", "automatic_async", "manual"] as const;
 const CANCELABLE = [
   "requires_payment_method",
@@ -37,6 +48,13 @@ const CANCELABLE = [
   "processing",
 ];
 
+const CONFIRMABLE = ["requires_confirmation", "requires_payment_method", "requires_action"];
+const PAST_PARTICIPLE: Record<string, string> = {
+  cancel: "canceled",
+  capture: "captured",
+  confirm: "confirmed",
+};
+
 function unexpectedState(
   pi: PayprocPaymentIntent,
   action: string,
@@ -45,7 +63,7 @@ function unexpectedState(
   return invalidRequest(
     `You cannot ${action} this PaymentIntent because it has a status of ${pi.status}. ` +
       `Only a PaymentIntent with one of the following statuses may be ${
-        action === "cancel" ? "canceled" : "captured"
+        PAST_PARTICIPLE[action] ?? `${action}d`
       }: ${allowed.join(", ")}.`,
     undefined,
     "payment_intent_unexpected_state",
@@ -106,10 +124,18 @@ export function createPaymentIntent(
   });
 }
 
+/** The failure a declined charge records. */
+interface ChargeFailure {
+  code: string;
+  message: string;
+  declineCode: string | null;
+}
+
 function createCharge(
   store: PayprocStore,
   pi: PayprocPaymentIntent,
   captured: boolean,
+  failure?: ChargeFailure,
 ): KindMap["charge"] {
   const id = store.newId("ch_");
   const customer = typeof pi.customer === "string" ? pi.customer : pi.customer?.id ?? null;
@@ -117,12 +143,12 @@ function createCharge(
     id,
     object: "charge",
     amount: pi.amount,
-    amount_captured: captured ? pi.amount : 0,
+    amount_captured: captured && !failure ? pi.amount : 0,
     amount_refunded: 0,
     application: null,
     application_fee: null,
     application_fee_amount: null,
-    balance_transaction: store.newId("txn_"),
+    balance_transaction: failure ? null : store.newId("txn_"),
     billing_details: {
       address: {
         city: null,
@@ -138,21 +164,32 @@ function createCharge(
       tax_id: null,
     },
     calculated_statement_descriptor: "MARKETPLACE",
-    captured,
+    captured: captured && !failure,
     created: store.now(),
     currency: pi.currency,
     customer,
     description: pi.description,
     disputed: false,
     failure_balance_transaction: null,
-    failure_code: null,
-    failure_message: null,
+    failure_code: failure?.code ?? null,
+    failure_message: failure?.message ?? null,
     fraud_details: {},
     livemode: false,
     metadata: pi.metadata,
     on_behalf_of: null,
-    outcome: null,
-    paid: true,
+    outcome: failure
+      ? {
+        advice_code: null,
+        network_advice_code: null,
+        network_decline_code: null,
+        network_status: "declined_by_network",
+        reason: failure.declineCode,
+        risk_level: "normal",
+        seller_message: "The bank did not return any further details with this decline.",
+        type: "issuer_declined",
+      }
+      : null,
+    paid: !failure,
     payment_intent: pi.id,
     payment_method: typeof pi.payment_method === "string" ? pi.payment_method : "pm_card_visa",
     payment_method_details: null,
@@ -166,7 +203,7 @@ function createCharge(
     source_transfer: null,
     statement_descriptor: null,
     statement_descriptor_suffix: null,
-    status: "succeeded",
+    status: failure ? "failed" : "succeeded",
     transfer_data: null,
     transfer_group: pi.transfer_group,
   });
@@ -185,7 +222,11 @@ export function setPaymentIntentStatus(
   if (status === "succeeded" || status === "requires_capture") {
     const captured = status === "succeeded";
     const chargeId = typeof pi.latest_charge === "string" ? pi.latest_charge : undefined;
-    const charge = chargeId ? store.require("charge", chargeId) : createCharge(store, pi, captured);
+    const previous = chargeId ? store.require("charge", chargeId) : undefined;
+    // A declined attempt's charge stays failed; the next attempt gets a new charge.
+    const charge = previous && previous.status !== "failed"
+      ? previous
+      : createCharge(store, pi, captured);
     pi.latest_charge = charge.id;
     if (captured) {
       charge.captured = true;
@@ -201,11 +242,52 @@ export function setPaymentIntentStatus(
   return pi;
 }
 
+/**
+ * Records a declined payment attempt as the processor does: a `failed`
+ * charge becomes `latest_charge`, the intent goes back to
+ * `requires_payment_method` (its payment method detached) with
+ * `last_payment_error` set (`card_error`, default code `card_declined`).
+ * Throws (a test mistake) for an intent that already succeeded, is
+ * authorized (`requires_capture`) or is canceled.
+ */
+export function failPaymentIntent(
+  store: PayprocStore,
+  pi: PayprocPaymentIntent,
+  options: PaymentFailure = {},
+): PayprocPaymentIntent {
+  if (["succeeded", "requires_capture", "canceled"].includes(pi.status)) {
+    throw new Error(`payment intent ${pi.id} is ${pi.status}; only an unpaid intent can fail`);
+  }
+  const code = options.code ?? "card_declined";
+  const message = options.message ?? "Your card was declined.";
+  const declineCode = options.declineCode ??
+    (code === "card_declined" ? "generic_decline" : undefined);
+  const charge = createCharge(store, pi, false, {
+    code,
+    message,
+    declineCode: declineCode ?? null,
+  });
+  pi.latest_charge = charge.id;
+  pi.last_payment_error = {
+    type: "card_error",
+    charge: charge.id,
+    code,
+    ...(declineCode ? { decline_code: declineCode } : {}),
+    doc_url: `https://stripe.com/docs/error-codes/${code.replaceAll("_", "-")}`,
+    message,
+  };
+  pi.payment_method = null;
+  pi.status = "requires_payment_method";
+  pi.amount_capturable = 0;
+  return pi;
+}
+
 function confirm(
   store: PayprocStore,
   pi: PayprocPaymentIntent,
   params: FormObject,
 ): PayprocPaymentIntent {
+  if (!CONFIRMABLE.includes(pi.status)) throw unexpectedState(pi, "confirm", CONFIRMABLE);
   const paymentMethod = optString(params, "payment_method") ??
     (typeof pi.payment_method === "string" ? pi.payment_method : undefined);
   if (!paymentMethod) {
@@ -217,12 +299,7 @@ function confirm(
   }
   pi.payment_method = paymentMethod;
   if (paymentMethod === "pm_card_chargeDeclined") {
-    pi.last_payment_error = {
-      type: "card_error",
-      code: "card_declined",
-      decline_code: "generic_decline",
-      message: "Your card was declined.",
-    };
+    failPaymentIntent(store, pi);
     throw new PayprocApiError(402, "card_error", "Your card was declined.", "card_declined");
   }
   return setPaymentIntentStatus(

@@ -1,17 +1,21 @@
 /**
  * Transfers to connected accounts: create (destination must exist with an
  * active `transfers` capability; `source_transaction` must be a charge with
- * enough untransferred funds), retrieve, update, list.
+ * enough untransferred funds), retrieve, update, list; and their reversals
+ * (create up to the unreversed amount, retrieve, update metadata, list).
  *
  * @module
  */
-import { invalidRequest } from "../errors.ts";
+import { invalidRequest, resourceMissing } from "../errors.ts";
 import { filterCreated, listPage } from "../lists.ts";
-import { applyMetadata, optString, reqInt, reqString } from "../params.ts";
+import { applyMetadata, optBool, optInt, optString, reqInt, reqString } from "../params.ts";
 import { type Route, route } from "../router.ts";
 import type { PayprocStore } from "../store.ts";
-import type { KindMap } from "../types.ts";
+import type { KindMap, PayprocTransfer, PayprocTransferReversal } from "../types.ts";
 import type { FormObject } from "../../http_double.ts";
+
+/** How many reversals the transfer object embeds (newest first), as the API does. */
+const EMBEDDED_REVERSALS = 10;
 
 function checkSource(
   store: PayprocStore,
@@ -83,6 +87,79 @@ function createTransfer(store: PayprocStore, params: FormObject): KindMap["trans
   });
 }
 
+function reversalsOf(store: PayprocStore, transferId: string): PayprocTransferReversal[] {
+  return store.all("transfer_reversal").filter((r) => r.transfer === transferId);
+}
+
+/** What {@linkcode createReversal} reads: the endpoint's parameters. */
+export interface NewReversal {
+  /** Default: all that is not reversed yet. */
+  amount?: number;
+  metadata?: Record<string, string>;
+}
+
+/**
+ * Reverses (part of) a transfer: a `trr_` reversal, `amount_reversed` grows,
+ * the reversal heads `transfer.reversals`, and `reversed` turns true once
+ * nothing is left. Refuses an already fully reversed transfer and amounts
+ * over what is left.
+ */
+export function createReversal(
+  store: PayprocStore,
+  transfer: PayprocTransfer,
+  input: NewReversal = {},
+): PayprocTransferReversal {
+  const remaining = transfer.amount - transfer.amount_reversed;
+  if (remaining <= 0) {
+    throw invalidRequest(`The transfer ${transfer.id} is already fully reversed.`);
+  }
+  const amount = input.amount ?? remaining;
+  if (amount < 1) {
+    throw invalidRequest("This value must be greater than or equal to 1.", "amount");
+  }
+  if (amount > remaining) {
+    throw invalidRequest(
+      `Transfer reversal amount (${amount}) is greater than unreversed amount on transfer (${remaining}).`,
+      "amount",
+    );
+  }
+  const reversal = store.put("transfer_reversal", {
+    id: store.newId("trr_"),
+    object: "transfer_reversal",
+    amount,
+    balance_transaction: store.newId("txn_"),
+    created: store.now(),
+    currency: transfer.currency,
+    destination_payment_refund: store.newId("pyr_"),
+    metadata: input.metadata ?? {},
+    source_refund: null,
+    transfer: transfer.id,
+  });
+  transfer.amount_reversed += amount;
+  transfer.reversed = transfer.amount_reversed >= transfer.amount;
+  const all = reversalsOf(store, transfer.id);
+  transfer.reversals = {
+    object: "list",
+    data: all.slice(0, EMBEDDED_REVERSALS),
+    has_more: all.length > EMBEDDED_REVERSALS,
+    url: `/v1/transfers/${transfer.id}/reversals`,
+  };
+  return reversal;
+}
+
+function requireReversal(
+  store: PayprocStore,
+  transferId: string,
+  reversalId: string,
+): PayprocTransferReversal {
+  const transfer = store.require("transfer", transferId);
+  const reversal = store.get("transfer_reversal", reversalId);
+  if (!reversal || reversal.transfer !== transfer.id) {
+    throw resourceMissing("transfer_reversal", reversalId);
+  }
+  return reversal;
+}
+
 /** The transfer endpoints. */
 export const transferRoutes: Route[] = [
   route(
@@ -125,4 +202,47 @@ export const transferRoutes: Route[] = [
     );
     return listPage(found, params, "/v1/transfers");
   }),
+  route(
+    "POST",
+    "/v1/transfers/:id/reversals",
+    ["amount", "description", "metadata", "refund_application_fee"],
+    ({ store, path, params }) => {
+      const transfer = store.require("transfer", path.id);
+      optString(params, "description"); // accepted; the reversal object has no description
+      optBool(params, "refund_application_fee"); // no application fees in the double
+      return createReversal(store, transfer, {
+        amount: optInt(params, "amount"),
+        metadata: applyMetadata({}, params),
+      });
+    },
+  ),
+  route(
+    "GET",
+    "/v1/transfers/:id/reversals",
+    ["ending_before", "limit", "starting_after"],
+    ({ store, path, params }) => {
+      const transfer = store.require("transfer", path.id);
+      return listPage(
+        reversalsOf(store, transfer.id),
+        params,
+        `/v1/transfers/${transfer.id}/reversals`,
+      );
+    },
+  ),
+  route(
+    "GET",
+    "/v1/transfers/:id/reversals/:reversal",
+    [],
+    ({ store, path }) => requireReversal(store, path.id, path.reversal ?? ""),
+  ),
+  route(
+    "POST",
+    "/v1/transfers/:id/reversals/:reversal",
+    ["metadata"],
+    ({ store, path, params }) => {
+      const reversal = requireReversal(store, path.id, path.reversal ?? "");
+      reversal.metadata = applyMetadata(reversal.metadata ?? {}, params);
+      return reversal;
+    },
+  ),
 ];

@@ -5,6 +5,7 @@
  * @module
  */
 import type { PaymentEmailKind } from "../../../../../shared/notifications.ts";
+import { fromMinorUnits, toMinorUnits } from "../../money.ts";
 import type { EmailContent } from "../render.ts";
 import { formatMoney } from "./format.ts";
 
@@ -20,8 +21,9 @@ export interface PaymentDeal {
 
 /** The seller's payout: amount minus commission, in major units. */
 export function payoutAmount(deal: PaymentDeal): string {
-  const cents = Math.round(Number(deal.amount) * 100) - Math.round(Number(deal.commission) * 100);
-  return (cents / 100).toFixed(2);
+  const minor = toMinorUnits(deal.amount, deal.currency) -
+    toMinorUnits(deal.commission, deal.currency);
+  return fromMinorUnits(minor, deal.currency);
 }
 
 /** One recipient's notice of a payment event. */

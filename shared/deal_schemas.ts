@@ -1,0 +1,91 @@
+/**
+ * zod schemas of the deal functions (interface §4.2 "Deals and payments"):
+ * the deal's states, and the requests and answers of payment, payout and
+ * refund. Amounts are decimal strings in major units of `currency`
+ * (`"1250.00"` USD, `"5000.00"` JPY), as stored.
+ *
+ * @module
+ */
+import { z } from "zod";
+import { DealId } from "./schemas.ts";
+
+/** A deal's state (the state table is in the README and the deal_states migration). */
+export const DealStatus = z.enum([
+  "pending_payment",
+  "funded",
+  "in_handover",
+  "completed",
+  "cancelled",
+  "refunded",
+  "disputed",
+]);
+/** A deal's state. */
+export type DealStatus = z.infer<typeof DealStatus>;
+
+/** An amount in major units, as a decimal string. */
+const Money = z.string().regex(/^-?\d+\.\d{2}$/);
+
+/** `create-deal-checkout` request: the deal and optional redirects (allow-listed origins). */
+export const CreateDealCheckoutInput = z.object({
+  dealId: DealId,
+  successUrl: z.url().optional(),
+  cancelUrl: z.url().optional(),
+});
+/** `create-deal-checkout` response: the hosted checkout to open. */
+export const CreateDealCheckoutOutput = z.object({ url: z.url() });
+
+/** `release-deal-payout` request; `force` releases from `funded` (before the handover). */
+export const ReleaseDealPayoutInput = z.object({
+  dealId: DealId,
+  force: z.boolean().default(false),
+});
+
+/** `refund-deal-payment` request; `reverseTransfer` takes a released payout back first. */
+export const RefundDealPaymentInput = z.object({
+  dealId: DealId,
+  reason: z.string().trim().min(1).max(500).optional(),
+  reverseTransfer: z.boolean().default(false),
+});
+
+/** A payout to the seller, or a refund to the buyer, as the deal functions report it. */
+export const Settlement = z.object({
+  status: z.enum(["pending", "succeeded", "failed", "reversed"]),
+  amount: Money,
+  /** The processor's transfer (payout) or refund id, once made. */
+  payprocId: z.string().nullable(),
+  /** The transfer reversal (payout taken back for a refund). */
+  reversalId: z.string().nullable(),
+  /** Why the last attempt failed, when it did. */
+  error: z.string().nullable(),
+  updatedAt: z.string(),
+});
+
+/** `payment-status` response: the deal's money, reconciled with the processor. */
+export const PaymentStatusOutput = z.object({
+  dealId: DealId,
+  status: DealStatus,
+  amount: Money,
+  currency: z.string().length(3),
+  /** Our commission: frozen when the deal was funded, else what it would be now. */
+  commission: Money,
+  commissionFrozen: z.boolean(),
+  /** amount − commission. */
+  sellerPayout: Money,
+  payment: z.object({
+    /** The processor's payment intent status (`requires_payment_method`, `succeeded`, …), null before any payment. */
+    status: z.string().nullable(),
+    paymentIntentId: z.string().nullable(),
+    checkoutSessionId: z.string().nullable(),
+    fundedAt: z.string().nullable(),
+  }),
+  payout: Settlement.nullable(),
+  refund: Settlement.nullable(),
+});
+
+/** `release-deal-payout` and `refund-deal-payment` response: the deal's new state and the processor ids. */
+export const DealSettlementOutput = z.object({
+  dealId: DealId,
+  status: DealStatus,
+  payout: Settlement.nullable(),
+  refund: Settlement.nullable(),
+});

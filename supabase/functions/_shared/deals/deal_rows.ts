@@ -1,0 +1,100 @@
+/**
+ * A deal as the server reads it: one column list for every query that
+ * reads a deal, its type, and the names the processor objects carry for it.
+ *
+ * @module
+ */
+import type { DealStatus } from "../../../../shared/deal_schemas.ts";
+import type { Sql } from "../db.ts";
+
+/** A `public.deals` row (amounts as exact decimal strings). */
+export interface DealRow {
+  id: string;
+  listing_id: string;
+  buyer_id: string;
+  seller_id: string;
+  amount: string;
+  currency: string;
+  status: DealStatus;
+  /** Frozen when funded; null before. */
+  commission: string | null;
+  funded_at: Date | null;
+  closed_at: Date | null;
+  payproc_payment_intent_id: string | null;
+  payproc_checkout_session_id: string | null;
+  payproc_charge_id: string | null;
+  payment_status: string | null;
+  payment_synced_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** The columns of {@linkcode DealRow}, for a `from public.deals d` (or a function returning deals aliased `d`). */
+export const DEAL_COLUMNS = `d.id, d.listing_id, d.buyer_id, d.seller_id, d.amount::text as amount,
+  d.currency, d.status, d.commission::text as commission, d.funded_at, d.closed_at,
+  d.payproc_payment_intent_id, d.payproc_checkout_session_id, d.payproc_charge_id,
+  d.payment_status, d.payment_synced_at, d.created_at, d.updated_at`;
+
+/** The deal, or null; `lock` takes its row lock (inside a transaction). */
+export async function findDeal(
+  sql: Sql,
+  dealId: string,
+  options: { lock?: boolean } = {},
+): Promise<DealRow | null> {
+  return await sql.maybeOne<DealRow>(
+    `select ${DEAL_COLUMNS} from public.deals d where d.id = $1${
+      options.lock ? " for update" : ""
+    }`,
+    [dealId],
+  );
+}
+
+/** The deal behind a processor charge, or null. */
+export async function findDealByCharge(
+  sql: Sql,
+  chargeId: string,
+  options: { lock?: boolean } = {},
+): Promise<DealRow | null> {
+  return await sql.maybeOne<DealRow>(
+    `select ${DEAL_COLUMNS} from public.deals d where d.payproc_charge_id = $1${
+      options.lock ? " for update" : ""
+    }`,
+    [chargeId],
+  );
+}
+
+/** The processor's `transfer_group` of a deal: ties its charge, transfer and reversal together. */
+export function transferGroupOf(dealId: string): string {
+  return `deal:${dealId}`;
+}
+
+/** The deal id a processor object names in its metadata, if it looks like one. */
+export function dealIdOf(metadata: Record<string, string> | null | undefined): string | null {
+  const id = metadata?.deal_id;
+  return typeof id === "string" && /^[0-9a-f-]{36}$/i.test(id) ? id : null;
+}
+
+/** What a transition is about. */
+export interface TransitionOptions {
+  /** The processor object behind it (payment intent, transfer, refund, dispute). */
+  payprocObject?: string | null;
+  /** The user who caused it. */
+  actor?: string | null;
+}
+
+/**
+ * Moves the deal to `to` through `public.transition_deal` (the only writer of
+ * its status; an illegal move is 409 `conflict`) and answers the new row.
+ */
+export async function transitionDeal(
+  sql: Sql,
+  dealId: string,
+  to: DealStatus,
+  cause: string,
+  options: TransitionOptions = {},
+): Promise<DealRow> {
+  return await sql.one<DealRow>(
+    `select ${DEAL_COLUMNS} from public.transition_deal($1, $2, $3, $4, $5) d`,
+    [dealId, to, cause, options.payprocObject ?? null, options.actor ?? null],
+  );
+}

@@ -1,0 +1,63 @@
+/**
+ * The payment notices of a deal (`send-payment-email` kinds), written in
+ * the caller's transaction: in-app rows now, e-mails into the request's
+ * outbox (sent after the commit). Idempotent per deal, kind and recipient.
+ * Amounts use the commission frozen on the deal when it has one.
+ *
+ * @module
+ */
+import type { PaymentEmailKind } from "../../../../shared/notifications.ts";
+import type { Context } from "../context.ts";
+import type { Sql } from "../db.ts";
+import { paymentNotices } from "../email/templates/payments.ts";
+import { type NoticeOutcome, queueNotice } from "../notifications/notify.ts";
+
+/** Writes the `kind` notices of deal `dealId`; null when the deal does not exist. */
+export async function queuePaymentNotices(
+  ctx: Context,
+  sql: Sql,
+  dealId: string,
+  kind: PaymentEmailKind,
+): Promise<NoticeOutcome[] | null> {
+  const deal = await sql.maybeOne<{
+    id: string;
+    buyer_id: string;
+    seller_id: string;
+    amount: string;
+    currency: string;
+    commission: string;
+    listing_title: string;
+  }>(
+    `select d.id, d.buyer_id, d.seller_id, d.amount::text as amount, d.currency,
+            coalesce(d.commission, public.deal_commission(d.amount, d.currency, d.seller_id))::text
+              as commission,
+            l.title as listing_title
+     from public.deals d join public.listings l on l.id = d.listing_id
+     where d.id = $1`,
+    [dealId],
+  );
+  if (!deal) return null;
+  const notices = paymentNotices(kind, {
+    id: deal.id,
+    listingTitle: deal.listing_title,
+    amount: deal.amount,
+    commission: deal.commission,
+    currency: deal.currency,
+  });
+  const results: NoticeOutcome[] = [];
+  for (const notice of notices) {
+    results.push(
+      await queueNotice(ctx, sql, {
+        userId: notice.role === "buyer" ? deal.buyer_id : deal.seller_id,
+        type: "payments",
+        title: notice.title,
+        body: notice.body,
+        link: `/deals/${deal.id}`,
+        data: { dealId: deal.id, kind, role: notice.role },
+        key: `payment:${kind}:${deal.id}`,
+        email: { emailType: kind, content: notice.email },
+      }),
+    );
+  }
+  return results;
+}

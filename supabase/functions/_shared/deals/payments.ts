@@ -1,0 +1,141 @@
+/**
+ * A deal's escrow payment: reading its payment intent from the processor
+ * (never trusting a webhook's copy) and applying what was read — mirror the
+ * processor's status, and fund the deal once when the payment succeeded.
+ * Used by the webhook (`payment_intent.*`, `checkout.session.completed` in
+ * payment mode) and by `payment-status`, which reconciles a deal still
+ * pending payment. Reads happen before, writes in the caller's short
+ * transaction under the deal's row lock, so any order or repetition of
+ * events funds the deal exactly once.
+ *
+ * @module
+ */
+import type Stripe from "stripe";
+import type { Context } from "../context.ts";
+import type { Sql } from "../db.ts";
+import { processorCurrency, toMinorUnits } from "../money.ts";
+import { orNullIfMissing } from "../billing/processor.ts";
+import { dealIdOf, type DealRow, findDeal, transitionDeal } from "./deal_rows.ts";
+import { queuePaymentNotices } from "./payment_notices.ts";
+
+/** A payment intent read from the processor, and what ties it to its deal. */
+export interface PaymentRead {
+  dealId: string;
+  intent: Stripe.PaymentIntent;
+  /** The hosted checkout that created the intent, when it came from one. */
+  sessionId: string | null;
+  /** When it was read (taken before the request). */
+  readAt: Date;
+}
+
+/** Why a payment cannot be applied (recorded as the event's detail). */
+export interface PaymentRefusal {
+  refusal: string;
+}
+
+/**
+ * Reads payment intent `intentId`, and the checkout session behind it when
+ * the deal paid through one (`sessionId` when the caller already knows it).
+ */
+export async function readDealPayment(
+  ctx: Context,
+  intentId: string,
+  options: { sessionId?: string | null } = {},
+): Promise<PaymentRead | PaymentRefusal> {
+  const payproc = await ctx.payproc();
+  const readAt = new Date();
+  const intent = await orNullIfMissing(payproc.paymentIntents.retrieve(intentId));
+  if (!intent) return { refusal: `payment intent "${intentId}" does not exist at the processor` };
+  const dealId = dealIdOf(intent.metadata);
+  if (!dealId) return { refusal: "the payment intent is not a deal's payment" };
+  let sessionId = options.sessionId ?? null;
+  if (sessionId === null) {
+    const deal = await findDeal(ctx.db, dealId);
+    if (deal && deal.payproc_payment_intent_id !== intent.id && deal.payproc_checkout_session_id) {
+      const sessions = await payproc.checkout.sessions.list({
+        payment_intent: intent.id,
+        limit: 1,
+      });
+      sessionId = sessions.data[0]?.id ?? null;
+    }
+  }
+  return { dealId, intent, sessionId, readAt };
+}
+
+/** What {@linkcode applyDealPayment} did. */
+export type PaymentApplied =
+  | { result: "funded" | "failed" | "updated" | "unchanged"; deal: DealRow }
+  | { result: "refused"; reason: string; deal: DealRow | null };
+
+/**
+ * Applies a read payment in transaction `sql`: mirrors its status (unless a
+ * newer read is stored), funds a deal pending payment when it succeeded
+ * (commission frozen by `transition_deal`; `payment_received` notices), and
+ * tells the buyer when an attempt failed (`payment_failed`).
+ */
+export async function applyDealPayment(
+  ctx: Context,
+  sql: Sql,
+  read: PaymentRead,
+): Promise<PaymentApplied> {
+  const { intent } = read;
+  const deal = await findDeal(sql, read.dealId, { lock: true });
+  if (!deal) return { result: "refused", reason: `deal "${read.dealId}" does not exist`, deal };
+  const ours = deal.payproc_payment_intent_id === intent.id ||
+    (read.sessionId !== null && read.sessionId === deal.payproc_checkout_session_id);
+  if (!ours) {
+    return { result: "refused", reason: "the payment intent is not this deal's payment", deal };
+  }
+  if (
+    intent.amount !== toMinorUnits(deal.amount, deal.currency) ||
+    intent.currency !== processorCurrency(deal.currency)
+  ) {
+    return {
+      result: "refused",
+      reason: "the payment's amount or currency is not the deal's",
+      deal,
+    };
+  }
+  const fresh = deal.payment_synced_at === null || read.readAt >= deal.payment_synced_at;
+  const charge = typeof intent.latest_charge === "string"
+    ? intent.latest_charge
+    : intent.latest_charge?.id ?? null;
+  let current = deal;
+  if (fresh) {
+    const updated = await sql.maybeOne<{ changed: boolean }>(
+      `update public.deals set
+         payproc_payment_intent_id = $2,
+         payment_status = $3,
+         payment_synced_at = $4,
+         payproc_charge_id = case when $3 = 'succeeded' then coalesce(payproc_charge_id, $5)
+                                  else payproc_charge_id end
+       where id = $1
+       returning true as changed`,
+      [deal.id, intent.id, intent.status, read.readAt, charge],
+    );
+    if (updated) current = (await findDeal(sql, deal.id))!;
+  }
+  if (intent.status === "succeeded") {
+    if (deal.status === "cancelled") {
+      return {
+        result: "refused",
+        reason: "the deal was cancelled before its payment succeeded: refund it at the processor",
+        deal: current,
+      };
+    }
+    if (deal.status !== "pending_payment") return { result: "unchanged", deal: current };
+    const funded = await transitionDeal(sql, deal.id, "funded", "payment_succeeded", {
+      payprocObject: intent.id,
+    });
+    await queuePaymentNotices(ctx, sql, deal.id, "payment_received");
+    return { result: "funded", deal: funded };
+  }
+  if (
+    intent.status === "requires_payment_method" && intent.last_payment_error &&
+    deal.status === "pending_payment"
+  ) {
+    await queuePaymentNotices(ctx, sql, deal.id, "payment_failed");
+    return { result: "failed", deal: current };
+  }
+  return { result: fresh ? "updated" : "unchanged", deal: current };
+}

@@ -1,0 +1,234 @@
+/**
+ * Refunding a deal's payment in full, with idempotency key
+ * `refund:<dealId>`, in the phases of payouts (`payouts.ts`): read, claim
+ * the refund row under the deal's lock, call the processor outside any
+ * transaction, finish briefly. While a payout is pending the refund is
+ * refused; after it was released, only with `reverseTransfer`, which
+ * reverses the transfer first (key `reversal:<dealId>`). `completeRefund`
+ * is shared with the webhook's `charge.refunded`.
+ *
+ * @module
+ */
+import type Stripe from "stripe";
+import { isInProgress, isRefusal } from "../billing/processor.ts";
+import type { Context } from "../context.ts";
+import type { Sql } from "../db.ts";
+import { conflict, notFound } from "../errors.ts";
+import { type DealRow, findDeal, transitionDeal } from "./deal_rows.ts";
+import { queuePaymentNotices } from "./payment_notices.ts";
+import {
+  type DealSettlements,
+  recordRefusal,
+  SETTLEMENT_COLUMNS,
+  type SettlementAnswer,
+  settlementAnswer,
+  settlementKey,
+  type SettlementRow,
+  settlementsOf,
+} from "./settlements.ts";
+
+/** A refund request. */
+export interface RefundRequest {
+  dealId: string;
+  reason?: string;
+  /** Take a released payout back from the seller first. */
+  reverseTransfer: boolean;
+  /** The admin asking. */
+  actor: string;
+}
+
+/** States a deal's payment can be refunded from (completed only after reversing the payout). */
+const REFUNDABLE = ["funded", "in_handover", "completed"] as const;
+
+/** States the state table lets a deal become refunded from. */
+const REFUNDED_FROM = ["funded", "in_handover", "completed", "disputed"] as const;
+
+/** Refunds the deal's payment once; see the module doc. */
+export async function refundDeal(ctx: Context, request: RefundRequest): Promise<SettlementAnswer> {
+  const deal = await findDeal(ctx.db, request.dealId);
+  if (!deal) throw notFound(`Deal "${request.dealId}" does not exist`);
+  const before = await settlementsOf(ctx.db, deal.id);
+  if (before.refund?.status === "succeeded") return await settlementAnswer(ctx.db, deal.id);
+  if (before.refund?.status !== "pending") refuseUnlessRefundable(deal, before, request);
+  const { row, resumed } = await ctx.db.tx((sql) => claimRefund(sql, request));
+  if (row.status === "succeeded") return await settlementAnswer(ctx.db, deal.id);
+  const current = (await findDeal(ctx.db, deal.id))!;
+  const { payout } = await settlementsOf(ctx.db, deal.id);
+  if (payout?.status === "succeeded") await reversePayout(ctx, current, payout);
+  const refund = await makeRefund(ctx, current, row, resumed);
+  return await ctx.db.tx(async (sql) => {
+    await completeRefund(ctx, sql, deal.id, refund.id, request.actor);
+    return await settlementAnswer(sql, deal.id);
+  });
+}
+
+/** 409 unless the deal's payment may be refunded now. */
+function refuseUnlessRefundable(
+  deal: DealRow,
+  { payout }: DealSettlements,
+  request: RefundRequest,
+): void {
+  if (deal.status === "disputed") {
+    throw conflict(
+      "Cannot refund a disputed payment: the dispute decides where the money goes",
+      { reason: "disputed" },
+    );
+  }
+  if (!(REFUNDABLE as readonly string[]).includes(deal.status)) {
+    throw conflict(`Cannot refund a deal that is ${deal.status.replace("_", " ")}`, {
+      reason: "deal_not_refundable",
+      status: deal.status,
+    });
+  }
+  if (payout?.status === "pending") {
+    throw conflict("Cannot refund now: the payout to the seller is being released", {
+      reason: "payout_in_progress",
+    });
+  }
+  if (payout?.status === "succeeded" && !request.reverseTransfer) {
+    throw conflict(
+      "Cannot refund: the seller has been paid out; pass reverseTransfer: true to take the payout back first",
+      { reason: "paid_out", payoutId: payout.payproc_id },
+    );
+  }
+}
+
+/** Under the deal's lock: re-checks and writes the refund row `pending` (or finds it pending: `resumed`). */
+async function claimRefund(
+  sql: Sql,
+  request: RefundRequest,
+): Promise<{ row: SettlementRow; resumed: boolean }> {
+  const deal = (await findDeal(sql, request.dealId, { lock: true }))!;
+  const settlements = await settlementsOf(sql, deal.id, { lock: true });
+  const { refund } = settlements;
+  if (refund && refund.status !== "failed") return { row: refund, resumed: true };
+  refuseUnlessRefundable(deal, settlements, request);
+  if (!deal.payproc_payment_intent_id) {
+    throw conflict("Cannot refund: the deal has no payment", { reason: "no_payment" });
+  }
+  const row = await sql.one<SettlementRow>(
+    `insert into public.deal_settlements as s (deal_id, kind, amount, currency, reason, requested_by)
+     select d.id, 'refund', d.amount, d.currency, $2, $3 from public.deals d where d.id = $1
+     on conflict (deal_id, kind) do update set
+       status = 'pending', attempt = s.attempt + 1, reason = excluded.reason,
+       requested_by = excluded.requested_by
+     where s.status = 'failed'
+     returning ${SETTLEMENT_COLUMNS}`,
+    [deal.id, request.reason ?? null, request.actor],
+  );
+  return { row, resumed: false };
+}
+
+/** Takes the released payout back (once: the transfer is read first, the key is per deal). */
+async function reversePayout(ctx: Context, deal: DealRow, payout: SettlementRow): Promise<void> {
+  const payproc = await ctx.payproc();
+  const transfer = await payproc.transfers.retrieve(payout.payproc_id!);
+  let reversalId = transfer.amount_reversed >= transfer.amount
+    ? transfer.reversals.data[0]?.id ?? null
+    : null;
+  if (reversalId === null) {
+    try {
+      const reversal = await payproc.transfers.createReversal(
+        transfer.id,
+        { metadata: { deal_id: deal.id, kind: "payout_reversal" } },
+        { idempotencyKey: `reversal:${deal.id}` },
+      );
+      reversalId = reversal.id;
+    } catch (error) {
+      if (isInProgress(error)) throw inProgress();
+      throw error;
+    }
+  }
+  await markPayoutReversed(ctx.db, transfer.id, reversalId);
+}
+
+/** The payout with transfer `transferId` is `reversed` (idempotent). */
+export async function markPayoutReversed(
+  sql: Sql,
+  transferId: string,
+  reversalId: string | null,
+): Promise<boolean> {
+  const row = await sql.maybeOne(
+    `update public.deal_settlements
+     set status = 'reversed', payproc_reversal_id = coalesce(payproc_reversal_id, $2)
+     where kind = 'payout' and payproc_id = $1 and status = 'succeeded'
+     returning id`,
+    [transferId, reversalId],
+  );
+  return row !== null;
+}
+
+/** The refund: found at the processor when resuming, else created once. */
+async function makeRefund(
+  ctx: Context,
+  deal: DealRow,
+  row: SettlementRow,
+  resumed: boolean,
+): Promise<Stripe.Refund> {
+  const payproc = await ctx.payproc();
+  const intent = deal.payproc_payment_intent_id!;
+  if (resumed) {
+    const existing = await payproc.refunds.list({ payment_intent: intent, limit: 10 });
+    const made = existing.data.find((r) =>
+      r.metadata?.deal_id === deal.id && r.status !== "failed" && r.status !== "canceled"
+    );
+    if (made) return made;
+  }
+  try {
+    return await payproc.refunds.create(
+      {
+        payment_intent: intent,
+        reason: "requested_by_customer",
+        metadata: { deal_id: deal.id, ...(row.reason ? { reason: row.reason } : {}) },
+      },
+      { idempotencyKey: settlementKey(row) },
+    );
+  } catch (error) {
+    if (isInProgress(error)) throw inProgress();
+    if (isRefusal(error)) await recordRefusal(ctx.db, row, error.message);
+    throw error;
+  }
+}
+
+function inProgress() {
+  return conflict("Cannot refund now: the refund is being made; try again shortly", {
+    reason: "in_progress",
+  });
+}
+
+/**
+ * Under the deal's lock: the refund row `succeeded` with `refundId` (written
+ * when the processor reported a refund nobody claimed, e.g. one made in its
+ * dashboard), the deal `refunded` and both parties told — once, whoever
+ * finishes first (this function or the webhook). False when the deal was
+ * already refunded (or cannot become refunded).
+ */
+export async function completeRefund(
+  ctx: Context,
+  sql: Sql,
+  dealId: string,
+  refundId: string,
+  actor: string | null,
+): Promise<boolean> {
+  const deal = await findDeal(sql, dealId, { lock: true });
+  if (!deal) return false;
+  await sql.query(
+    `insert into public.deal_settlements as s
+       (deal_id, kind, status, amount, currency, payproc_id, requested_by, settled_at)
+     values ($1, 'refund', 'succeeded', $2, $3, $4, $5, now())
+     on conflict (deal_id, kind) do update set
+       status = 'succeeded', payproc_id = excluded.payproc_id, last_error = null,
+       settled_at = now()
+     where s.status <> 'succeeded'`,
+    [deal.id, deal.amount, deal.currency, refundId, actor],
+  );
+  // A refund of a deal that is already refunded, or that never held the
+  // money (cancelled), is recorded and changes no state.
+  if (!(REFUNDED_FROM as readonly string[]).includes(deal.status)) return false;
+  await transitionDeal(sql, deal.id, "refunded", "refund_issued", {
+    payprocObject: refundId,
+    actor,
+  });
+  await queuePaymentNotices(ctx, sql, deal.id, "refund_issued");
+  return true;
+}

@@ -1,0 +1,34 @@
+/**
+ * `connect-dashboard-link` (seller): a one-time login link to the seller's
+ * Express dashboard at the processor (payouts, bank details, tax forms).
+ * The account is re-read first and mirrored, so the decision is made on its
+ * state now: until onboarding is complete (`details_submitted`), and for a
+ * seller without a payout account, 409 `conflict` with
+ * `details.next = "connect-onboarding-link"`. Answers `{ url }`.
+ *
+ * @module
+ */
+import { refreshPayoutAccount } from "../_shared/connect/payout_account.ts";
+import { conflict } from "../_shared/errors.ts";
+import { defineFunction } from "../_shared/function.ts";
+
+export default defineFunction("connect-dashboard-link", {
+  async handle({ caller, ctx }) {
+    const account = await refreshPayoutAccount(ctx, caller.id);
+    if (!account) {
+      throw conflict(
+        "Cannot open the payout dashboard: you have no payout account yet; start onboarding first",
+        { next: "connect-onboarding-link" },
+      );
+    }
+    if (!account.detailsSubmitted) {
+      throw conflict(
+        "Cannot open the payout dashboard: finish onboarding first",
+        { next: "connect-onboarding-link", accountId: account.accountId },
+      );
+    }
+    const payproc = await ctx.payproc();
+    const link = await payproc.accounts.createLoginLink(account.accountId);
+    return { url: link.url };
+  },
+});

@@ -1,0 +1,20 @@
+/**
+ * `create-deal-payment` (the deal's buyer; the seller gets 403): the client
+ * secret of the deal's escrow payment intent for the client payment form
+ * (interface §4.2, flow 3) — the existing intent while it can still be paid,
+ * else a new one for the deal's amount and currency, with the deal's
+ * `transfer_group` and `metadata.deal_id`. 409 once the deal is paid or
+ * cancelled. The webhook (or payment-status) funds the deal when it succeeds.
+ *
+ * @module
+ */
+import { buyersPendingDeal, ensurePaymentIntent } from "../_shared/deals/escrow.ts";
+import { defineFunction } from "../_shared/function.ts";
+
+export default defineFunction("create-deal-payment", {
+  rateLimit: { limit: 30, windowSeconds: 60 },
+  async handle({ input, caller, ctx }) {
+    const deal = await buyersPendingDeal(ctx, input.dealId, caller.id);
+    return { client_secret: await ensurePaymentIntent(ctx, deal) };
+  },
+});

@@ -1,0 +1,27 @@
+/**
+ * `refresh-kyc-status` (seller): re-reads the seller's payout account from
+ * the processor, writes its KYC and payout status to `connect_accounts` and
+ * the profile (a change of payouts sends the seller-verification notices,
+ * once), and answers `{ summary: { currently_due_count, past_due_count,
+ * disabled_reason, payouts_enabled } }` (interface §2; `disabled_reason` is
+ * "" when the account is not disabled). A seller without a payout account
+ * gets 409 `conflict` with `details.next = "connect-onboarding-link"`.
+ *
+ * @module
+ */
+import { refreshPayoutAccount } from "../_shared/connect/payout_account.ts";
+import { conflict } from "../_shared/errors.ts";
+import { defineFunction } from "../_shared/function.ts";
+
+export default defineFunction("refresh-kyc-status", {
+  async handle({ caller, ctx }) {
+    const account = await refreshPayoutAccount(ctx, caller.id);
+    if (!account) {
+      throw conflict(
+        "Cannot refresh your verification status: you have no payout account yet; start onboarding first",
+        { next: "connect-onboarding-link" },
+      );
+    }
+    return { summary: account.summary };
+  },
+});

@@ -1,0 +1,20 @@
+/**
+ * `release-deal-payout` (admin) `{ dealId, force? }`: pays the seller the
+ * deal's amount minus its frozen commission — one transfer to their payout
+ * account from the deal's charge, idempotency key `payout:<dealId>` — and
+ * completes the deal. Only from `in_handover` (or `funded` with
+ * `force: true`), only when the seller's account has payouts enabled and
+ * nothing past due (409 naming the reason in `details.reason`). Repeating
+ * it answers the same result; a crash midway is resumed, never doubled
+ * (`_shared/deals/payouts.ts`). Answers the deal's state, payout and refund.
+ *
+ * @module
+ */
+import { releasePayout } from "../_shared/deals/payouts.ts";
+import { defineFunction } from "../_shared/function.ts";
+
+export default defineFunction("release-deal-payout", {
+  async handle({ input, caller, ctx }) {
+    return await releasePayout(ctx, { dealId: input.dealId, force: input.force, actor: caller.id });
+  },
+});

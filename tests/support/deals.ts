@@ -1,0 +1,137 @@
+/**
+ * Test setup for the deal functions: billing's setup (database, processor
+ * double, runtime) with the e-mail double behind the payment notices, and
+ * helpers that bring a deal to each state the way the product does — the
+ * buyer pays through create-deal-payment and a signed webhook, the seller
+ * onboards at the processor, the handover starts through transition_deal.
+ *
+ * @module
+ */
+import type pg from "pg";
+import createDealPayment from "../../supabase/functions/create-deal-payment/handler.ts";
+import { createListing } from "../db/core_fixtures.ts";
+import { type BillingSetup, billingSetup, deliver } from "./billing.ts";
+import { EmailDouble } from "./email_double.ts";
+import { emailEnv } from "./notifications.ts";
+import { invoke } from "./runtime.ts";
+import { createUser, type TestUser } from "./sql.ts";
+
+/** Everything a deals test file needs. */
+export interface DealsSetup extends BillingSetup {
+  /** The e-mail API double the payment notices go to. */
+  email: EmailDouble;
+  /** An admin, for the admin functions. */
+  admin: TestUser;
+}
+
+/** Billing's setup plus the e-mail double and an admin. */
+export async function dealsSetup(env: Record<string, string> = {}): Promise<DealsSetup> {
+  const email = new EmailDouble();
+  const setup = await billingSetup({ ...emailEnv(email), ...env });
+  const admin = await createUser(setup.db.pool, { admin: true });
+  return {
+    ...setup,
+    email,
+    admin,
+    async close() {
+      await setup.close();
+      await email.close();
+    },
+  };
+}
+
+/** A deal between a new buyer and a new seller. */
+export interface TestDeal {
+  id: string;
+  buyer: TestUser;
+  seller: TestUser;
+  listingId: string;
+}
+
+/** A new deal pending payment (default 1250.00 USD). */
+export async function createDeal(
+  pool: pg.Pool,
+  options: { amount?: string; currency?: string } = {},
+): Promise<TestDeal> {
+  const seller = await createUser(pool);
+  const buyer = await createUser(pool);
+  const listing = await createListing(pool, seller.id);
+  const { rows } = await pool.query<{ id: string }>(
+    `insert into public.deals (listing_id, buyer_id, seller_id, amount, currency)
+     values ($1, $2, $3, $4, $5) returning id`,
+    [listing.id, buyer.id, seller.id, options.amount ?? "1250.00", options.currency ?? "USD"],
+  );
+  return { id: rows[0]!.id, buyer, seller, listingId: listing.id };
+}
+
+/**
+ * The buyer pays `deal` as the frontend would: create-deal-payment, the
+ * processor confirms the intent, and its `payment_intent.succeeded` webhook
+ * arrives. Returns the intent id.
+ */
+export async function payDeal(setup: DealsSetup, deal: TestDeal): Promise<string> {
+  const res = await invoke<{ client_secret: string }>(createDealPayment, setup.runtime, {
+    token: await setup.keys.userToken(deal.buyer),
+    body: { dealId: deal.id },
+  });
+  if (res.status !== 200) throw new Error(`create-deal-payment: ${JSON.stringify(res.body)}`);
+  const intentId = res.body.client_secret.split("_secret_")[0]!;
+  const intent = setup.double.setPaymentIntentStatus(intentId, "succeeded");
+  const delivered = await deliver(setup, setup.double.event("payment_intent.succeeded", intent));
+  if (delivered.status !== 200) throw new Error(`webhook: ${JSON.stringify(delivered.body)}`);
+  return intentId;
+}
+
+/** Gives the seller a fully onboarded payout account at the processor and in `connect_accounts`. */
+export async function onboardSeller(setup: DealsSetup, seller: TestUser): Promise<string> {
+  const account = setup.double.addAccount({ metadata: { user_id: seller.id } });
+  setup.double.completeOnboarding(account.id);
+  await setup.db.pool.query(
+    `insert into public.connect_accounts (user_id, payproc_account_id) values ($1, $2)
+     on conflict (user_id) do nothing`,
+    [seller.id, account.id],
+  );
+  return account.id;
+}
+
+/** Moves a funded deal into the handover (what the documents feature will do). */
+export async function startHandover(pool: pg.Pool, dealId: string): Promise<void> {
+  await pool.query("select public.transition_deal($1, 'in_handover', 'handover_started')", [
+    dealId,
+  ]);
+}
+
+/** A deal paid into escrow, its seller onboarded and the handover started: ready for payout. */
+export async function payableDeal(
+  setup: DealsSetup,
+  options: { amount?: string; currency?: string; handover?: boolean } = {},
+): Promise<TestDeal & { intentId: string; accountId: string }> {
+  const deal = await createDeal(setup.db.pool, options);
+  const intentId = await payDeal(setup, deal);
+  const accountId = await onboardSeller(setup, deal.seller);
+  if (options.handover ?? true) await startHandover(setup.db.pool, deal.id);
+  return { ...deal, intentId, accountId };
+}
+
+/** The deal's status and frozen commission. */
+export async function dealState(
+  pool: pg.Pool,
+  dealId: string,
+): Promise<{ status: string; commission: string | null; payproc_charge_id: string | null }> {
+  const { rows } = await pool.query(
+    `select status, commission::text as commission, payproc_charge_id
+     from public.deals where id = $1`,
+    [dealId],
+  );
+  return rows[0];
+}
+
+/** The deal's transitions, oldest first, as `from→to:cause`. */
+export async function dealEvents(pool: pg.Pool, dealId: string): Promise<string[]> {
+  const { rows } = await pool.query<{ line: string }>(
+    `select coalesce(from_status, '') || '→' || to_status || ':' || cause as line
+     from public.deal_events where deal_id = $1 order by id`,
+    [dealId],
+  );
+  return rows.map((row) => row.line);
+}
