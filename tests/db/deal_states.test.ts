@@ -10,6 +10,7 @@
 import assert from "node:assert/strict";
 import pg from "pg";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
+import { messagesFor } from "../support/realtime.ts";
 import { asRole, createUser, type TestUser } from "../support/sql.ts";
 import { createListing, rejectsWith, sqlState } from "./core_fixtures.ts";
 
@@ -139,27 +140,6 @@ async function footprint(deal: TestDeal): Promise<unknown> {
     [deal.id, `user:${deal.buyer.id}`, `user:${deal.seller.id}`],
   );
   return rows[0];
-}
-
-interface Message {
-  topic: string;
-  event: string;
-  private: boolean;
-  payload: {
-    operation: string;
-    table: string;
-    schema: string;
-    record: Record<string, unknown> | null;
-    old_record: Record<string, unknown> | null;
-  };
-}
-
-async function messagesFor(userId: string): Promise<Message[]> {
-  const { rows } = await db.pool.query<Message>(
-    "select topic, event, private, payload from realtime.messages where topic = $1 order by id",
-    [`user:${userId}`],
-  );
-  return rows;
 }
 
 /** A matcher for `assert.rejects`: SQLSTATE `code` from constraint `constraint`. */
@@ -626,7 +606,9 @@ sqlTest(
 
     for (const who of [deal.buyer, deal.seller]) {
       // (The seller's topic also carries their listing's review status changes.)
-      const messages = (await messagesFor(who.id)).filter((m) => m.payload.table === "deals");
+      const messages = (await messagesFor(db.pool, who.id)).filter((m) =>
+        m.payload.table === "deals"
+      );
       assert.deepEqual(
         messages.map((m) => [
           m.event,
@@ -648,7 +630,7 @@ sqlTest(
         assert.equal(m.payload.record?.id, deal.id);
       }
     }
-    assert.deepEqual(await messagesFor(stranger.id), []);
+    assert.deepEqual(await messagesFor(db.pool, stranger.id), []);
     const { rows } = await db.pool.query(
       `select count(*)::int as n from realtime.messages
        where payload -> 'record' ->> 'id' = $1 and topic not in ($2, $3)`,

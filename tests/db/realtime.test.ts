@@ -1,31 +1,11 @@
 import assert from "node:assert/strict";
 import type pg from "pg";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
+import { messagesFor } from "../support/realtime.ts";
 import { asRole, createUser } from "../support/sql.ts";
 import { createListing, setSubscription } from "./core_fixtures.ts";
 
 const db = await createTestDatabase();
-
-interface Message {
-  topic: string;
-  event: string;
-  private: boolean;
-  payload: {
-    operation: string;
-    table: string;
-    schema: string;
-    record: Record<string, unknown> | null;
-    old_record: Record<string, unknown> | null;
-  };
-}
-
-async function messagesFor(userId: string): Promise<Message[]> {
-  const { rows } = await db.pool.query<Message>(
-    "select topic, event, private, payload from realtime.messages where topic = $1 order by id",
-    [`user:${userId}`],
-  );
-  return rows;
-}
 
 sqlTest(
   "realtime: every subscription change is broadcast to the subscriber's private topic",
@@ -37,7 +17,7 @@ sqlTest(
       [user.id],
     );
     await db.pool.query("delete from public.subscriptions where user_id = $1", [user.id]);
-    const messages = await messagesFor(user.id);
+    const messages = await messagesFor(db.pool, user.id);
     assert.deepEqual(messages.map((m) => m.event), ["INSERT", "UPDATE", "DELETE"]);
     for (const m of messages) {
       assert.equal(m.private, true);
@@ -59,7 +39,7 @@ sqlTest(
     const admin = await createUser(db.pool, { admin: true });
     const listing = await createListing(db.pool, seller.id, "draft");
     await db.pool.query("update public.listings set title = 'Renamed' where id = $1", [listing.id]);
-    assert.deepEqual(await messagesFor(seller.id), []);
+    assert.deepEqual(await messagesFor(db.pool, seller.id), []);
 
     await asRole(db.pool, { role: "authenticated", userId: seller.id }, async (c) => {
       await c.query("update public.listings set review_status = 'pending_review' where id = $1", [
@@ -73,14 +53,14 @@ sqlTest(
       ]);
       await c.query("commit");
     });
-    const messages = await messagesFor(seller.id);
+    const messages = await messagesFor(db.pool, seller.id);
     assert.deepEqual(
       messages.map((
         m,
       ) => [m.event, m.payload.old_record?.review_status, m.payload.record?.review_status]),
       [["UPDATE", "draft", "pending_review"], ["UPDATE", "pending_review", "approved"]],
     );
-    assert.deepEqual(await messagesFor(admin.id), []);
+    assert.deepEqual(await messagesFor(db.pool, admin.id), []);
   },
 );
 

@@ -77,7 +77,10 @@ sqlTest(
     const res = await dashboard(user);
     assert.equal(res.status, 409);
     assert.equal(res.body.error?.code, "conflict");
-    assert.deepEqual(res.body.error?.details, { next: "connect-onboarding-link" });
+    assert.deepEqual(res.body.error?.details, {
+      next: "connect-onboarding-link",
+      reason: "no_payout_account",
+    });
     assert.equal(double.createdCount("account"), accounts);
     assert.equal(double.createdCount("login_link"), logins);
     assert.equal(await accountRow(user.id), undefined);

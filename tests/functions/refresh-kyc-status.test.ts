@@ -128,7 +128,10 @@ sqlTest(
     const res = await refresh(user);
     assert.equal(res.status, 409);
     assert.equal(res.body.error?.code, "conflict");
-    assert.deepEqual(res.body.error?.details, { next: "connect-onboarding-link" });
+    assert.deepEqual(res.body.error?.details, {
+      next: "connect-onboarding-link",
+      reason: "no_payout_account",
+    });
     assert.equal(double.requests.length, requests);
     assert.equal((await rowsOf(user.id)).account, undefined);
   },

@@ -15,7 +15,7 @@ import type {
   UserCaller,
 } from "./caller.ts";
 import type { Context } from "./context.ts";
-import { HttpError } from "./errors.ts";
+import { forbidden, type HttpError, invalidInput, notFound } from "./errors.ts";
 
 export type { Access };
 
@@ -49,10 +49,6 @@ export interface AccessSpec {
   group: FunctionGroup;
 }
 
-function forbidden(message: string): HttpError {
-  return new HttpError(403, "forbidden", message);
-}
-
 /** Whether `userId` holds the admin role (`public.has_role`). */
 export async function isAdmin(ctx: Context, userId: string): Promise<boolean> {
   const row = await ctx.db.one<{ admin: boolean }>(
@@ -76,9 +72,7 @@ export async function isSeller(ctx: Context, userId: string): Promise<boolean> {
  * way for a user without a listing, so `details.next` names it.
  */
 function notASeller(): HttpError {
-  return new HttpError(
-    403,
-    "forbidden",
+  return forbidden(
     "This function is for sellers: list a project, or set up your payout account with connect-onboarding-link, to become one",
     { next: "connect-onboarding-link" },
   );
@@ -154,13 +148,13 @@ export async function authorizeDeal(
 ): Promise<void> {
   const dealId = (input as { dealId?: unknown } | null)?.dealId;
   if (typeof dealId !== "string") {
-    throw new HttpError(400, "invalid_input", "Cannot check access: dealId is required");
+    throw invalidInput("Cannot check access: dealId is required");
   }
   const row = await ctx.db.one<{ found: boolean; participant: boolean }>(
     `select exists (select 1 from public.deals where id = $1) as found,
             public.is_deal_participant($1, $2) as participant`,
     [dealId, caller.id],
   );
-  if (!row.found) throw new HttpError(404, "not_found", `Deal "${dealId}" does not exist`);
+  if (!row.found) throw notFound(`Deal "${dealId}" does not exist`);
   if (!row.participant) throw forbidden("Only the deal's buyer and seller may do this");
 }

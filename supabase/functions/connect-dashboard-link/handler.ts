@@ -8,19 +8,13 @@
  *
  * @module
  */
-import { refreshPayoutAccount } from "../_shared/connect/payout_account.ts";
+import { requirePayoutAccount } from "../_shared/connect/payout_account.ts";
 import { conflict } from "../_shared/errors.ts";
 import { defineFunction } from "../_shared/function.ts";
 
 export default defineFunction("connect-dashboard-link", {
   async handle({ caller, ctx }) {
-    const account = await refreshPayoutAccount(ctx, caller.id);
-    if (!account) {
-      throw conflict(
-        "Cannot open the payout dashboard: you have no payout account yet; start onboarding first",
-        { next: "connect-onboarding-link" },
-      );
-    }
+    const account = await requirePayoutAccount(ctx, caller.id, "Cannot open the payout dashboard");
     if (!account.detailsSubmitted) {
       throw conflict(
         "Cannot open the payout dashboard: finish onboarding first",

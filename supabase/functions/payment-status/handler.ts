@@ -8,32 +8,46 @@
  *
  * @module
  */
-import { DEAL_COLUMNS, type DealRow, findDeal } from "../_shared/deals/deal_rows.ts";
+import type { Sql } from "../_shared/db.ts";
+import { DEAL_COLUMNS, type DealRow } from "../_shared/deals/deal_rows.ts";
 import { reconcilePayment } from "../_shared/deals/escrow.ts";
 import { settlementReport, settlementsOf } from "../_shared/deals/settlements.ts";
 import { defineFunction } from "../_shared/function.ts";
 import { isPayprocError } from "../_shared/payproc.ts";
 
+/** The deal with its commission as it is (frozen) or would be now, and the seller's share. */
+type StatusRow = DealRow & { commission_now: string; seller_payout: string };
+
+function statusRow(db: Sql, dealId: string): Promise<StatusRow> {
+  return db.one<StatusRow>(
+    `select ${DEAL_COLUMNS}, c.commission::text as commission_now,
+            (d.amount - c.commission)::text as seller_payout
+     from public.deals d,
+          lateral (select coalesce(d.commission,
+                     public.deal_commission(d.amount, d.currency, d.seller_id)) as commission) c
+     where d.id = $1`,
+    [dealId],
+  );
+}
+
 export default defineFunction("payment-status", {
   rateLimit: { limit: 60, windowSeconds: 60 },
   async handle({ input, ctx }) {
-    // The access rule found the deal; it exists. Reconciling is a courtesy:
-    // with the processor down, the stored state is still the answer.
-    try {
-      await reconcilePayment(ctx, (await findDeal(ctx.db, input.dealId))!);
-    } catch (error) {
-      if (!isPayprocError(error)) throw error;
-      ctx.log.warn("payment not reconciled: the processor failed", { deal_id: input.dealId });
+    // The access rule found the deal; it exists.
+    let deal = await statusRow(ctx.db, input.dealId);
+    if (deal.status === "pending_payment") {
+      // Reconciling is a courtesy: with the processor down, the stored state
+      // is still the answer.
+      try {
+        const reconciled = await reconcilePayment(ctx, deal);
+        if (reconciled.updated_at.getTime() !== deal.updated_at.getTime()) {
+          deal = await statusRow(ctx.db, input.dealId);
+        }
+      } catch (error) {
+        if (!isPayprocError(error)) throw error;
+        ctx.log.warn("payment not reconciled: the processor failed", { deal_id: input.dealId });
+      }
     }
-    const deal = await ctx.db.one<DealRow & { commission_now: string; seller_payout: string }>(
-      `select ${DEAL_COLUMNS},
-              coalesce(d.commission, public.deal_commission(d.amount, d.currency, d.seller_id))::text
-                as commission_now,
-              (d.amount - coalesce(d.commission, public.deal_commission(d.amount, d.currency, d.seller_id)))
-                ::text as seller_payout
-       from public.deals d where d.id = $1`,
-      [input.dealId],
-    );
     const { payout, refund } = await settlementsOf(ctx.db, deal.id);
     return {
       dealId: deal.id,

@@ -9,19 +9,16 @@
  *
  * @module
  */
-import { refreshPayoutAccount } from "../_shared/connect/payout_account.ts";
-import { conflict } from "../_shared/errors.ts";
+import { requirePayoutAccount } from "../_shared/connect/payout_account.ts";
 import { defineFunction } from "../_shared/function.ts";
 
 export default defineFunction("refresh-kyc-status", {
   async handle({ caller, ctx }) {
-    const account = await refreshPayoutAccount(ctx, caller.id);
-    if (!account) {
-      throw conflict(
-        "Cannot refresh your verification status: you have no payout account yet; start onboarding first",
-        { next: "connect-onboarding-link" },
-      );
-    }
+    const account = await requirePayoutAccount(
+      ctx,
+      caller.id,
+      "Cannot refresh your verification status",
+    );
     return { summary: account.summary };
   },
 });

@@ -31,7 +31,7 @@ import { applyConnectAccount, type KycSummary, kycSummary } from "../billing/con
 import { isMissing } from "../billing/processor.ts";
 import type { Context } from "../context.ts";
 import type { Sql } from "../db.ts";
-import { conflict, notFound } from "../errors.ts";
+import { conflict, type HttpError, notFound } from "../errors.ts";
 import { isPayprocError } from "../payproc.ts";
 
 /** A user's payout account as just read from the processor. */
@@ -83,6 +83,28 @@ export async function refreshPayoutAccount(
     "Cannot read your payout account: its record keeps changing; try again",
     { userId },
   );
+}
+
+/**
+ * 409 `conflict` for a user without a payout account, naming the way to get
+ * one (`details.next`); `cannot` says what could not be done.
+ */
+export function noPayoutAccount(cannot: string): HttpError {
+  return conflict(`${cannot}: there is no payout account yet; start onboarding first`, {
+    next: "connect-onboarding-link",
+    reason: "no_payout_account",
+  });
+}
+
+/** The user's payout account re-read ({@linkcode refreshPayoutAccount}); {@linkcode noPayoutAccount} without one. */
+export async function requirePayoutAccount(
+  ctx: Context,
+  userId: string,
+  cannot: string,
+): Promise<PayoutAccount> {
+  const account = await refreshPayoutAccount(ctx, userId);
+  if (!account) throw noPayoutAccount(cannot);
+  return account;
 }
 
 /**

@@ -36,30 +36,32 @@ export const DEAL_COLUMNS = `d.id, d.listing_id, d.buyer_id, d.seller_id, d.amou
   d.payment_status, d.payment_synced_at, d.created_at, d.updated_at`;
 
 /** The deal, or null; `lock` takes its row lock (inside a transaction). */
-export async function findDeal(
+export function findDeal(
   sql: Sql,
   dealId: string,
   options: { lock?: boolean } = {},
 ): Promise<DealRow | null> {
-  return await sql.maybeOne<DealRow>(
-    `select ${DEAL_COLUMNS} from public.deals d where d.id = $1${
-      options.lock ? " for update" : ""
-    }`,
-    [dealId],
-  );
+  return dealWhere(sql, "id", dealId, options.lock);
 }
 
 /** The deal behind a processor charge, or null. */
-export async function findDealByCharge(
+export function findDealByCharge(
   sql: Sql,
   chargeId: string,
   options: { lock?: boolean } = {},
 ): Promise<DealRow | null> {
-  return await sql.maybeOne<DealRow>(
-    `select ${DEAL_COLUMNS} from public.deals d where d.payproc_charge_id = $1${
-      options.lock ? " for update" : ""
-    }`,
-    [chargeId],
+  return dealWhere(sql, "payproc_charge_id", chargeId, options.lock);
+}
+
+function dealWhere(
+  sql: Sql,
+  column: "id" | "payproc_charge_id",
+  value: string,
+  lock = false,
+): Promise<DealRow | null> {
+  return sql.maybeOne<DealRow>(
+    `select ${DEAL_COLUMNS} from public.deals d where d.${column} = $1${lock ? " for update" : ""}`,
+    [value],
   );
 }
 

@@ -15,7 +15,7 @@ import type { Context } from "../context.ts";
 import type { Sql } from "../db.ts";
 import { processorCurrency, toMinorUnits } from "../money.ts";
 import { orNullIfMissing } from "../billing/processor.ts";
-import { dealIdOf, type DealRow, findDeal, transitionDeal } from "./deal_rows.ts";
+import { DEAL_COLUMNS, dealIdOf, type DealRow, findDeal, transitionDeal } from "./deal_rows.ts";
 import { queuePaymentNotices } from "./payment_notices.ts";
 
 /** A payment intent read from the processor, and what ties it to its deal. */
@@ -102,18 +102,17 @@ export async function applyDealPayment(
     : intent.latest_charge?.id ?? null;
   let current = deal;
   if (fresh) {
-    const updated = await sql.maybeOne<{ changed: boolean }>(
-      `update public.deals set
+    current = await sql.one<DealRow>(
+      `update public.deals d set
          payproc_payment_intent_id = $2,
          payment_status = $3,
          payment_synced_at = $4,
-         payproc_charge_id = case when $3 = 'succeeded' then coalesce(payproc_charge_id, $5)
-                                  else payproc_charge_id end
-       where id = $1
-       returning true as changed`,
+         payproc_charge_id = case when $3 = 'succeeded' then coalesce(d.payproc_charge_id, $5)
+                                  else d.payproc_charge_id end
+       where d.id = $1
+       returning ${DEAL_COLUMNS}`,
       [deal.id, intent.id, intent.status, read.readAt, charge],
     );
-    if (updated) current = (await findDeal(sql, deal.id))!;
   }
   if (intent.status === "succeeded") {
     if (deal.status === "cancelled") {

@@ -19,7 +19,7 @@
  */
 import type Stripe from "stripe";
 import { isInProgress, isRefusal } from "../billing/processor.ts";
-import { refreshPayoutAccount } from "../connect/payout_account.ts";
+import { noPayoutAccount, requirePayoutAccount } from "../connect/payout_account.ts";
 import type { Context } from "../context.ts";
 import type { Sql } from "../db.ts";
 import { conflict, notFound } from "../errors.ts";
@@ -93,12 +93,7 @@ function refuseUnlessPayable(deal: DealRow, refund: SettlementRow | null, force:
 
 /** 409 naming the reason unless the seller's account can receive payouts (read fresh). */
 async function requirePayableAccount(ctx: Context, sellerId: string): Promise<void> {
-  const account = await refreshPayoutAccount(ctx, sellerId);
-  if (!account) {
-    throw conflict("Cannot release the payout: the seller has no payout account yet", {
-      reason: "no_payout_account",
-    });
-  }
+  const account = await requirePayoutAccount(ctx, sellerId, "Cannot release the payout");
   if (!account.summary.payouts_enabled) {
     throw conflict("Cannot release the payout: payouts are disabled on the seller's account", {
       reason: "payouts_disabled",
@@ -135,11 +130,7 @@ async function claimPayout(
     "select payproc_account_id from public.connect_accounts where user_id = $1",
     [deal.seller_id],
   );
-  if (!account) {
-    throw conflict("Cannot release the payout: the seller has no payout account yet", {
-      reason: "no_payout_account",
-    });
-  }
+  if (!account) throw noPayoutAccount("Cannot release the payout");
   const row = await sql.one<SettlementRow>(
     `insert into public.deal_settlements as s
        (deal_id, kind, amount, currency, destination_account, requested_by)

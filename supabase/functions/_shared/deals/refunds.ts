@@ -50,10 +50,9 @@ export async function refundDeal(ctx: Context, request: RefundRequest): Promise<
   const before = await settlementsOf(ctx.db, deal.id);
   if (before.refund?.status === "succeeded") return await settlementAnswer(ctx.db, deal.id);
   if (before.refund?.status !== "pending") refuseUnlessRefundable(deal, before, request);
-  const { row, resumed } = await ctx.db.tx((sql) => claimRefund(sql, request));
+  const claim = await ctx.db.tx((sql) => claimRefund(sql, request));
+  const { row, resumed, current, payout } = claim;
   if (row.status === "succeeded") return await settlementAnswer(ctx.db, deal.id);
-  const current = (await findDeal(ctx.db, deal.id))!;
-  const { payout } = await settlementsOf(ctx.db, deal.id);
   if (payout?.status === "succeeded") await reversePayout(ctx, current, payout);
   const refund = await makeRefund(ctx, current, row, resumed);
   return await ctx.db.tx(async (sql) => {
@@ -93,15 +92,27 @@ function refuseUnlessRefundable(
   }
 }
 
+/** A claimed refund: its row, and the deal and payout as the claim saw them under the lock. */
+interface RefundClaim {
+  row: SettlementRow;
+  /** The row was pending already: another call is making it, or one died midway. */
+  resumed: boolean;
+  current: DealRow;
+  payout: SettlementRow | null;
+}
+
 /** Under the deal's lock: re-checks and writes the refund row `pending` (or finds it pending: `resumed`). */
-async function claimRefund(
-  sql: Sql,
-  request: RefundRequest,
-): Promise<{ row: SettlementRow; resumed: boolean }> {
+async function claimRefund(sql: Sql, request: RefundRequest): Promise<RefundClaim> {
   const deal = (await findDeal(sql, request.dealId, { lock: true }))!;
   const settlements = await settlementsOf(sql, deal.id, { lock: true });
-  const { refund } = settlements;
-  if (refund && refund.status !== "failed") return { row: refund, resumed: true };
+  const { refund, payout } = settlements;
+  const claimed = (row: SettlementRow, resumed: boolean) => ({
+    row,
+    resumed,
+    current: deal,
+    payout,
+  });
+  if (refund && refund.status !== "failed") return claimed(refund, true);
   refuseUnlessRefundable(deal, settlements, request);
   if (!deal.payproc_payment_intent_id) {
     throw conflict("Cannot refund: the deal has no payment", { reason: "no_payment" });
@@ -116,7 +127,7 @@ async function claimRefund(
      returning ${SETTLEMENT_COLUMNS}`,
     [deal.id, request.reason ?? null, request.actor],
   );
-  return { row, resumed: false };
+  return claimed(row, false);
 }
 
 /** Takes the released payout back (once: the transfer is read first, the key is per deal). */
