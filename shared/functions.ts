@@ -31,6 +31,14 @@ import {
 } from "./deal_schemas.ts";
 import { JobAnswer } from "./job_schemas.ts";
 import {
+  CleanupDuplicatesInput,
+  CleanupDuplicatesOutput,
+  RunDailyTasksInput,
+  RunDailyTasksOutput,
+  TestSponsoredActivationInput,
+  TestSponsoredActivationOutput,
+} from "./scheduled_schemas.ts";
+import {
   AdminDigestOutput,
   AuthEmailWebhookOutput,
   ListingIdInput,
@@ -61,7 +69,6 @@ import {
   GetPriceIdInput,
   GetPriceIdOutput,
   RefreshKycStatusOutput,
-  RunDailyTasksInput,
   SecurityHeadersOutput,
   TestEnvOutput,
 } from "./schemas.ts";
@@ -306,8 +313,9 @@ export const FUNCTIONS = {
   "send-sponsored-notifications": {
     access: "scheduled",
     group: "notifications",
-    summary: "Sends sponsored listing notifications",
-    built: false,
+    summary: "Tells sellers once when a sponsored placement starts and when it ends within 24 h",
+    built: true,
+    output: JobAnswer,
   },
   "send-resubmission-notification": {
     access: "admin",
@@ -328,32 +336,39 @@ export const FUNCTIONS = {
     access: "scheduled",
     group: "schedulers",
     summary: "Runs the daily sub-jobs",
-    built: false,
+    built: true,
     input: RunDailyTasksInput,
+    output: RunDailyTasksOutput,
   },
   "run-price-alerts": {
     access: "scheduled",
     group: "schedulers",
     summary: "Scans price alerts",
-    built: false,
+    built: true,
+    output: JobAnswer,
   },
   "update-views-count": {
     access: "scheduled",
     group: "schedulers",
     summary: "Increments listing view counters",
-    built: false,
+    built: true,
+    output: JobAnswer,
   },
   "cleanup-duplicates": {
     access: "admin",
     group: "schedulers",
-    summary: "Removes duplicate records",
-    built: false,
+    summary:
+      "Finds duplicate listings and price alerts; archives or deactivates all but the oldest",
+    built: true,
+    input: CleanupDuplicatesInput,
+    output: CleanupDuplicatesOutput,
   },
   "process-sponsored-activations": {
     access: "admin",
     group: "schedulers",
     summary: "Activates scheduled sponsored listings",
-    built: false,
+    built: true,
+    output: JobAnswer,
   },
   "connect-onboarding-link": {
     // Any signed-in user: starting onboarding is how one becomes a seller.
@@ -421,8 +436,10 @@ export const FUNCTIONS = {
   "test-sponsored-activation": {
     access: "admin",
     group: "utilities",
-    summary: "Tests sponsored activation",
-    built: false,
+    summary: "Dry run of process-sponsored-activations at a given time",
+    built: true,
+    input: TestSponsoredActivationInput,
+    output: TestSponsoredActivationOutput,
   },
   "test-payproc": {
     access: "admin",

@@ -26,6 +26,8 @@ export const JobRunOutput = z.object({
   failed: z.number().int().min(0),
   counts: z.record(z.string(), z.number().int()),
   failures: z.array(JobFailure),
+  /** Ids of what the run changed, by what it did (only jobs that list them). */
+  items: z.record(z.string(), z.array(z.string())).optional(),
 });
 
 /**

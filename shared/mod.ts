@@ -15,4 +15,5 @@ export * from "./job_schemas.ts";
 export * from "./notification_schemas.ts";
 export * from "./notifications.ts";
 export * from "./plans.ts";
+export * from "./scheduled_schemas.ts";
 export * from "./schemas.ts";

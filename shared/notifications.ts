@@ -29,6 +29,12 @@ export const NOTIFICATION_TYPES = {
   payments: { label: "Payments, payouts and refunds", email: true, inApp: true },
   messages: { label: "Messages from the marketplace team", email: true, inApp: true },
   admin_digest: { label: "Admin digests (review queue, contact form)", email: true, inApp: true },
+  price_alerts: {
+    label: "Matches of your price alerts and saved searches",
+    email: true,
+    inApp: true,
+  },
+  sponsored: { label: "Your sponsored placements starting and ending", email: true, inApp: true },
 } as const satisfies Record<string, NotificationTypeInfo>;
 
 /** A notification type. */
@@ -59,6 +65,9 @@ export const EMAIL_TYPES = {
   admin_message: "messages",
   admin_listing_digest: "admin_digest",
   admin_contact_digest: "admin_digest",
+  price_alert: "price_alerts",
+  sponsored_started: "sponsored",
+  sponsored_ending: "sponsored",
   auth_signup: null,
   auth_invite: null,
   auth_magiclink: null,

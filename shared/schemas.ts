@@ -69,12 +69,6 @@ export const AnalyzeProjectInput = z.object({
   url: z.url({ protocol: /^https?$/ }).max(2048),
 });
 
-/** `run-daily-tasks` request. */
-export const RunDailyTasksInput = z.object({
-  force: z.boolean().default(false),
-  slot: z.string().trim().min(1).max(50).default("scheduled"),
-});
-
 /** `security-headers` response: the security header set the frontend host should serve. */
 export const SecurityHeadersOutput = z.object({ headers: z.record(z.string(), z.string()) });
 

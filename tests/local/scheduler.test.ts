@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { startScheduler } from "../../local/scheduler.ts";
+import { FUNCTION_NAMES, FUNCTIONS } from "../../shared/functions.ts";
 import { Logger } from "../../supabase/functions/_shared/log.ts";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
 
@@ -23,7 +24,9 @@ sqlTest(
     await db.pool.query(
       `insert into public.job_schedules (function_name, cron, body, enabled) values
        ('run-price-alerts', '* * * * * *', '{"slot":"test"}', true),
-       ('update-views-count', '* * * * * *', '{}', false)`,
+       ('update-views-count', '* * * * * *', '{}', false)
+       on conflict (function_name) do update
+       set cron = excluded.cron, body = excluded.body, enabled = excluded.enabled`,
     );
     const scheduler = await startScheduler({
       databaseUrl: db.url,
@@ -50,21 +53,19 @@ sqlTest(
   },
 );
 
-sqlTest("job_schedules lists the billing jobs with valid cron expressions", async () => {
-  const { rows } = await db.pool.query<{ function_name: string; cron: string }>(
-    "select function_name, cron from public.job_schedules order by 1",
-  );
-  const names = rows.map((r) => r.function_name);
-  for (
-    const job of [
-      "auto-fix-subscription-dates",
-      "daily-subscription-sync",
-      "payproc-sync",
-      "sync-invoices",
-    ]
-  ) {
-    assert.ok(names.includes(job), `${job} is scheduled`);
-  }
-  const { Cron } = await import("croner");
-  for (const row of rows) new Cron(row.cron, { paused: true }).stop();
-});
+sqlTest(
+  "job_schedules has a row for every built scheduled function, with a valid cron",
+  async () => {
+    const { rows } = await db.pool.query<{ function_name: string; cron: string }>(
+      "select function_name, cron from public.job_schedules order by 1",
+    );
+    const names = rows.map((r) => r.function_name);
+    const scheduled = FUNCTION_NAMES.filter((name) =>
+      FUNCTIONS[name].access === "scheduled" && FUNCTIONS[name].built
+    );
+    assert.ok(scheduled.includes("run-daily-tasks") && scheduled.includes("run-price-alerts"));
+    for (const job of scheduled) assert.ok(names.includes(job), `${job} is scheduled`);
+    const { Cron } = await import("croner");
+    for (const row of rows) new Cron(row.cron, { paused: true }).stop();
+  },
+);

@@ -81,6 +81,7 @@ Deno.test("the catalog carries the documented payloads and accepts their example
   assert.deepEqual(documented, [
     "analyze-project",
     "auto-fix-subscription-dates",
+    "cleanup-duplicates",
     "create-checkout",
     "create-deal-checkout",
     "create-deal-payment",
@@ -102,6 +103,7 @@ Deno.test("the catalog carries the documented payloads and accepts their example
     "send-payment-email",
     "send-resubmission-notification",
     "set-starter-subscriptions",
+    "test-sponsored-activation",
   ]);
   const dealId = crypto.randomUUID();
   assert.ok(FUNCTIONS["get-price-id"].input.safeParse({ plan: "starter_monthly" }).success);
@@ -110,6 +112,8 @@ Deno.test("the catalog carries the documented payloads and accepts their example
   assert.ok(!FUNCTIONS["create-deal-payment"].input.safeParse({ dealId: "42" }).success);
   assert.ok(FUNCTIONS["run-daily-tasks"].input.safeParse({}).success);
   assert.ok(FUNCTIONS["run-daily-tasks"].input.safeParse({ force: true, slot: "manual" }).success);
+  assert.ok(!FUNCTIONS["run-daily-tasks"].input.safeParse({ slot: "two words" }).success);
+  assert.ok(FUNCTIONS["cleanup-duplicates"].input.parse({}).dryRun, "a dry run by default");
   assert.ok(
     FUNCTIONS["refresh-kyc-status"].output.safeParse({
       summary: {

@@ -5,15 +5,20 @@
  * @module
  */
 import { Runtime } from "../../supabase/functions/_shared/runtime.ts";
+import type { LogSink } from "../../supabase/functions/_shared/log.ts";
 import type { EdgeFunction } from "../../supabase/functions/_shared/function.ts";
 import type { TestDatabase } from "./db.ts";
 import { ErrorBody } from "../../shared/schemas.ts";
 import { TEST_JWT_SECRET, TEST_SUPABASE_URL, testCredentials } from "./credentials.ts";
 
-/** Builds a runtime on `db`; `env` adds or overrides variables (e.g. doubles' URLs). */
+/**
+ * Builds a runtime on `db`; `env` adds or overrides variables (e.g. doubles'
+ * URLs); `options.logSink` receives the log lines (then set `LOG_LEVEL`).
+ */
 export async function testRuntime(
   db: TestDatabase,
   env: Record<string, string | undefined> = {},
+  options: { logSink?: LogSink } = {},
 ): Promise<Runtime> {
   const keys = await testCredentials();
   return new Runtime({
@@ -27,7 +32,7 @@ export async function testRuntime(
     SITE_URL: "http://localhost:5173",
     LOG_LEVEL: "silent",
     ...env,
-  });
+  }, options);
 }
 
 /** What {@linkcode invoke} returns: status, headers and the parsed JSON body. */

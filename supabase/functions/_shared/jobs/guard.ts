@@ -90,5 +90,6 @@ function summarize(job: string, run: JobRun, tally: JobTally, options: GuardOpti
     failed: tally.failures.length,
     counts: { ...tally.counts },
     failures: [...tally.failures],
+    ...(Object.keys(tally.items).length > 0 ? { items: structuredClone(tally.items) } : {}),
   };
 }

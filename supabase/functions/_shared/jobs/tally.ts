@@ -21,10 +21,18 @@ export class JobTally {
   readonly counts: Record<string, number> = {};
   /** Failed items. */
   readonly failures: JobFailureItem[] = [];
+  /** Ids of the items a run changed, by what it did to them (e.g. `activated`). */
+  readonly items: Record<string, string[]> = {};
 
   /** Adds `n` to the count `name`. */
   count(name: string, n = 1): void {
     this.counts[name] = (this.counts[name] ?? 0) + n;
+  }
+
+  /** Lists `id` under `name` in the answer's `items` and counts it there (not in `changed`). */
+  list(name: string, id: string): void {
+    (this.items[name] ??= []).push(id);
+    this.count(name);
   }
 
   /** Records a failed item; the message is the client-safe one of our error model. */

@@ -1,0 +1,19 @@
+/**
+ * `process-sponsored-activations` (admin; also a sub-job of
+ * `run-daily-tasks`): activates the sponsored placements whose window has
+ * begun (their listing approved) and expires those whose window has ended,
+ * now, with their listings' `is_sponsored` / `sponsored_until`. Answers the
+ * job counts with the changed placements in `items.activated` and
+ * `items.expired`; a rerun changes nothing, and a start while a run is in
+ * progress answers 200 `skipped`.
+ *
+ * @module
+ */
+import { defineFunction } from "../_shared/function.ts";
+import { runSponsoredActivations } from "../_shared/sponsored/activations.ts";
+
+export default defineFunction("process-sponsored-activations", {
+  handle({ ctx }) {
+    return runSponsoredActivations(ctx);
+  },
+});
