@@ -31,14 +31,13 @@
  * @module
  */
 import pg from "pg";
+import { EXPLORE_VIEWER, seedExploreListings } from "./support/explore_listings.ts";
 import { parseArgs } from "node:util";
 import { freePort, startPostgres } from "../local/postgres.ts";
 import { migrate } from "../local/migrate.ts";
 
 /** The explore page size (interface §8). */
 const PAGE_SIZE = 9;
-/** Listings approved, out of every ten generated. */
-const APPROVED_PER_TEN = 8;
 /** The deep page read by offset and by keyset: page 101. */
 const DEEP_OFFSET = 100 * PAGE_SIZE;
 /** The partial index the explore page must read: (created_at desc, id desc) where approved. */
@@ -56,7 +55,7 @@ const listingCount = positiveInteger(values.listings, "listings");
 const iterations = positiveInteger(values.iterations, "iterations");
 const warmup = positiveInteger(values.warmup, "warmup");
 
-const VIEWER = "00000000-0000-4000-8000-00000000f4ee";
+const VIEWER = EXPLORE_VIEWER;
 
 type Side = "view" | "table";
 
@@ -92,7 +91,7 @@ try {
   await client.connect();
   try {
     console.log(`Generating ${listingCount} listings...`);
-    await seed(client, listingCount);
+    await seedExploreListings(client, listingCount, { viewsCount: true });
     const pages = await explorePages(client);
     const cases: Case[] = [false, true].flatMap((prepared) =>
       pages.flatMap((page) =>
@@ -130,42 +129,6 @@ try {
 } finally {
   await server.stop();
   await Deno.remove(dataDir, { recursive: true }).catch(() => {});
-}
-
-/** Creates the viewer (free plan: no subscription), 1000 sellers and the listings. */
-async function seed(client: pg.Client, count: number): Promise<void> {
-  await client.query(
-    `insert into auth.users (id, email) values ($1, 'free-viewer@example.test')`,
-    [VIEWER],
-  );
-  await client.query(
-    `insert into auth.users (email)
-     select 'seller-' || g || '@example.test' from generate_series(1, 1000) g`,
-  );
-  // Bulk load without the review state machine and realtime triggers.
-  await client.query("begin");
-  await client.query("set local session_replication_role = replica");
-  await client.query(
-    `with sellers as (
-       select id, row_number() over (order by id) - 1 as n from auth.users where id <> $2
-     )
-     insert into public.listings (
-       seller_id, title, description, url, category, asking_price, currency,
-       monthly_revenue, monthly_profit, monthly_traffic, review_status, views_count,
-       created_at, updated_at
-     )
-     select s.id, 'Project ' || g, 'Description of project ' || g,
-       'https://project-' || g || '.example', (array['saas', 'content', 'ecommerce', 'app'])[1 + g % 4],
-       1000 + g % 50000, 'USD', g % 9000, g % 4000 - 500, g % 100000,
-       case when g % 10 < $3 then 'approved'
-            when g % 10 = $3 then 'pending_review' else 'draft' end,
-       g % 500, now() - g * interval '1 minute', now() - g * interval '1 minute'
-     from generate_series(1, $1::int) g
-     join sellers s on s.n = g % 1000`,
-    [count, VIEWER, APPROVED_PER_TEN],
-  );
-  await client.query("commit");
-  await client.query("analyze");
 }
 
 /**

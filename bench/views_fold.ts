@@ -24,6 +24,7 @@
  * @module
  */
 import pg from "pg";
+import { EXPLORE_VIEWER, seedExploreListings } from "./support/explore_listings.ts";
 import { parseArgs } from "node:util";
 import { freePort, startPostgres } from "../local/postgres.ts";
 import { migrate } from "../local/migrate.ts";
@@ -50,7 +51,7 @@ const FOLD_TARGET_MS = 5_000;
 /** The explore page while folding, against idle. */
 const EXPLORE_TARGET_RATIO = 1.5;
 
-const VIEWER = "00000000-0000-4000-8000-00000000f4ee";
+const VIEWER = EXPLORE_VIEWER;
 const EXPLORE_PAGE = `select * from public.listing_view_secure where review_status = 'approved'
   order by created_at desc, id desc limit 9`;
 
@@ -66,7 +67,7 @@ try {
   await reader.connect();
   try {
     console.log(`Generating ${listingCount} listings...`);
-    await seedListings(admin, listingCount);
+    await seedExploreListings(admin, listingCount, { viewsCount: false });
 
     for (const batchSize of batchSizes) {
       await seedViews(admin, viewCount, listingCount);
@@ -157,41 +158,6 @@ try {
 if (failed) {
   console.log("\nA target was missed (see above).");
   Deno.exit(1);
-}
-
-/** Creates the viewer (free plan: no subscription), 1000 sellers and the listings, 80% approved. */
-async function seedListings(client: pg.Client, count: number): Promise<void> {
-  await client.query(
-    `insert into auth.users (id, email) values ($1, 'free-viewer@example.test')`,
-    [VIEWER],
-  );
-  await client.query(
-    `insert into auth.users (email)
-     select 'seller-' || g || '@example.test' from generate_series(1, 1000) g`,
-  );
-  // Bulk load without the review state machine and realtime triggers.
-  await client.query("begin");
-  await client.query("set local session_replication_role = replica");
-  await client.query(
-    `with sellers as (
-       select id, row_number() over (order by id) - 1 as n from auth.users where id <> $2
-     )
-     insert into public.listings (
-       seller_id, title, description, url, category, asking_price, currency,
-       monthly_revenue, monthly_profit, monthly_traffic, review_status,
-       created_at, updated_at
-     )
-     select s.id, 'Project ' || g, 'Description of project ' || g,
-       'https://project-' || g || '.example', (array['saas', 'content', 'ecommerce', 'app'])[1 + g % 4],
-       1000 + g % 50000, 'USD', g % 9000, g % 4000 - 500, g % 100000,
-       case when g % 10 < 8 then 'approved' when g % 10 = 8 then 'pending_review' else 'draft' end,
-       now() - g * interval '1 minute', now() - g * interval '1 minute'
-     from generate_series(1, $1::int) g
-     join sellers s on s.n = g % 1000`,
-    [count, VIEWER],
-  );
-  await client.query("commit");
-  await client.query("analyze");
 }
 
 /**

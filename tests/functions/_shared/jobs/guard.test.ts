@@ -33,6 +33,26 @@ sqlTest("runGuardedJob() records a successful run with its counts", async () => 
   ]);
 });
 
+sqlTest("runGuardedJob() answers the ids a run listed under items, counted by name", async () => {
+  const plain = await runGuardedJob(ctx(), "job-no-items", {}, () => Promise.resolve());
+  assert.ok(!("skipped" in plain));
+  assert.equal("items" in plain, false, "no items key when nothing was listed");
+
+  const output = await runGuardedJob(ctx(), "job-items", {}, (tally) => {
+    tally.list("activated", "a1");
+    tally.list("activated", "a2");
+    tally.list("expired", "e1");
+    return Promise.resolve();
+  });
+  assert.ok(!("skipped" in output));
+  assert.deepEqual(output.items, { activated: ["a1", "a2"], expired: ["e1"] });
+  assert.deepEqual(output.counts, { activated: 2, expired: 1 });
+  const { rows: [row] } = await db.pool.query(
+    "select result from public.job_runs where job_name = 'job-items'",
+  );
+  assert.deepEqual(row.result.items, output.items);
+});
+
 sqlTest(
   "runGuardedJob() skips a start while a run is in progress (naming that run) and lets one run at a time",
   async () => {
