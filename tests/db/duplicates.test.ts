@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import type pg from "pg";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
+import { duplicateFixtures } from "../support/duplicates.ts";
 import { asRole, createUser } from "../support/sql.ts";
-import { rejectsWith, type ReviewStatus, sqlState } from "./core_fixtures.ts";
+import { rejectsWith, sqlState } from "./core_fixtures.ts";
 
 const db = await createTestDatabase();
 
@@ -13,74 +14,7 @@ interface GroupRow {
   changed_ids?: string[];
 }
 
-let clock = 0;
-
-/** A creation time after every earlier one of this file (a minute apart, in the past). */
-function nextCreatedAt(): Date {
-  clock += 1;
-  return new Date(Date.UTC(2026, 0, 1) + clock * 60_000);
-}
-
-/** Inserts a listing with `title` and `url`, created after the earlier ones, walked to `status`. */
-async function listing(
-  sellerId: string,
-  title: string,
-  url: string | null,
-  status: ReviewStatus = "approved",
-): Promise<string> {
-  const { rows } = await db.pool.query<{ id: string }>(
-    `insert into public.listings (seller_id, title, url, category, asking_price, review_status,
-       created_at)
-     values ($1, $2, $3, 'saas', 1000, $4, $5) returning id`,
-    [sellerId, title, url, status === "draft" ? "draft" : "pending_review", nextCreatedAt()],
-  );
-  const id = rows[0]!.id;
-  const path: Record<ReviewStatus, string[]> = {
-    draft: [],
-    pending_review: [],
-    approved: ["approved"],
-    rejected: ["rejected"],
-    archived: ["approved", "archived"],
-  };
-  for (const next of path[status]) {
-    await db.pool.query("update public.listings set review_status = $2 where id = $1", [id, next]);
-  }
-  return id;
-}
-
-/** A price alert's distinguishing fields. */
-interface AlertSpec {
-  listingId?: string;
-  targetPrice?: string;
-  category?: string;
-  maxPrice?: string;
-  currency?: string;
-  keywords?: string[];
-  channels?: string[];
-  active?: boolean;
-}
-
-/** Inserts a price alert of `userId`, created after the earlier ones. */
-async function alert(userId: string, spec: AlertSpec): Promise<string> {
-  const { rows } = await db.pool.query<{ id: string }>(
-    `insert into public.price_alerts (user_id, listing_id, target_price, category, max_price,
-       currency, keywords, channels, active, created_at)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) returning id`,
-    [
-      userId,
-      spec.listingId ?? null,
-      spec.targetPrice ?? null,
-      spec.category ?? null,
-      spec.maxPrice ?? null,
-      spec.currency ?? null,
-      spec.keywords ?? [],
-      spec.channels ?? ["email", "in_app"],
-      spec.active ?? true,
-      nextCreatedAt(),
-    ],
-  );
-  return rows[0]!.id;
-}
+const { listing, alert } = duplicateFixtures(db.pool);
 
 /** Calls a duplicates function on `client` (default: the pool) and returns its groups. */
 async function call(

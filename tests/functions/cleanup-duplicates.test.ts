@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import handler from "../../supabase/functions/cleanup-duplicates/handler.ts";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
 import { testCredentials } from "../support/credentials.ts";
+import { duplicateFixtures } from "../support/duplicates.ts";
 import { invoke, testRuntime } from "../support/runtime.ts";
 import { createUser } from "../support/sql.ts";
 
@@ -29,55 +30,15 @@ interface Answer {
   error?: { code: string };
 }
 
-let clock = 0;
-
-/** A creation time after every earlier one of this file. */
-function nextCreatedAt(): Date {
-  clock += 1;
-  return new Date(Date.UTC(2026, 0, 1) + clock * 60_000);
-}
-
-/** An approved listing (or a draft) with `title` and `url`, created after the earlier ones. */
-async function listing(
-  sellerId: string,
-  title: string,
-  url: string | null,
-  status: "approved" | "draft" = "approved",
-): Promise<string> {
-  const { rows } = await db.pool.query<{ id: string }>(
-    `insert into public.listings (seller_id, title, url, category, asking_price, review_status,
-       created_at)
-     values ($1, $2, $3, 'saas', 1000, $4, $5) returning id`,
-    [sellerId, title, url, status === "draft" ? "draft" : "pending_review", nextCreatedAt()],
-  );
-  const id = rows[0]!.id;
-  if (status === "approved") {
-    await db.pool.query("update public.listings set review_status = 'approved' where id = $1", [
-      id,
-    ]);
-  }
-  return id;
-}
+const { listing, alert } = duplicateFixtures(db.pool);
 
 /** An active alert of `userId` on `listingId` at `targetPrice`. */
-async function listingAlert(userId: string, listingId: string, targetPrice: string) {
-  const { rows } = await db.pool.query<{ id: string }>(
-    `insert into public.price_alerts (user_id, listing_id, target_price, created_at)
-     values ($1, $2, $3, $4) returning id`,
-    [userId, listingId, targetPrice, nextCreatedAt()],
-  );
-  return rows[0]!.id;
-}
+const listingAlert = (userId: string, listingId: string, targetPrice: string) =>
+  alert(userId, { listingId, targetPrice });
 
 /** An active saved search of `userId`. */
-async function searchAlert(userId: string, category: string, keywords: string[]) {
-  const { rows } = await db.pool.query<{ id: string }>(
-    `insert into public.price_alerts (user_id, category, max_price, currency, keywords, created_at)
-     values ($1, $2, 5000, 'USD', $3, $4) returning id`,
-    [userId, category, keywords, nextCreatedAt()],
-  );
-  return rows[0]!.id;
-}
+const searchAlert = (userId: string, category: string, keywords: string[]) =>
+  alert(userId, { category, keywords, maxPrice: "5000", currency: "USD" });
 
 /** The duplicates tables, for "nothing was written". */
 async function snapshot(): Promise<string> {

@@ -3,7 +3,11 @@ import handler from "../../supabase/functions/process-sponsored-activations/hand
 import { createListing } from "../db/core_fixtures.ts";
 import { testCredentials } from "../support/credentials.ts";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
-import { assertOneRanOneSkipped, type JobAnswerBody } from "../support/jobs.ts";
+import {
+  assertOneRanOneSkipped,
+  type JobAnswerBody,
+  twoStartsWhileLocked,
+} from "../support/jobs.ts";
 import { invoke, testRuntime } from "../support/runtime.ts";
 import { createUser } from "../support/sql.ts";
 
@@ -116,20 +120,7 @@ sqlTest(
     const listing = await createListing(db.pool, seller.id, "approved");
     const due = await place(listing.id, -5, 60);
     // Hold the run at its first lock on the placements, so the second start finds it running.
-    const holder = await db.pool.connect();
-    let answers;
-    try {
-      await holder.query("begin");
-      await holder.query("lock table public.sponsored_listings in exclusive mode");
-      const starts = [run(), run()];
-      // The first to answer is the skipped start: the other waits for the lock.
-      const skipped = await Promise.race(starts);
-      assert.equal(skipped.body.skipped, true, JSON.stringify(skipped.body));
-      await holder.query("commit");
-      answers = await Promise.all(starts);
-    } finally {
-      holder.release();
-    }
+    const answers = await twoStartsWhileLocked(db.pool, "public.sponsored_listings", run);
     assertOneRanOneSkipped(answers);
     const ran = answers.find((a) => a.body.skipped !== true)!;
     assert.deepEqual(ran.body.items, { activated: [due] });

@@ -2,7 +2,11 @@ import assert from "node:assert/strict";
 import handler from "../../supabase/functions/send-sponsored-notifications/handler.ts";
 import { createListing, type TestListing } from "../db/core_fixtures.ts";
 import { sqlTest } from "../support/db.ts";
-import { assertOneRanOneSkipped, type JobAnswerBody } from "../support/jobs.ts";
+import {
+  assertOneRanOneSkipped,
+  type JobAnswerBody,
+  twoStartsWhileLocked,
+} from "../support/jobs.ts";
 import {
   emailLogs,
   notificationsOf,
@@ -248,20 +252,7 @@ sqlTest(
     const busy = await createUser(db.pool);
     const placement = await activePlacement(busy, -10, 3 * 24 * 60);
     // Hold the run at its first in-app insert, so the second start finds it running.
-    const holder = await db.pool.connect();
-    let answers;
-    try {
-      await holder.query("begin");
-      await holder.query("lock table public.notifications in exclusive mode");
-      const starts = [run(), run()];
-      // The first to answer is the skipped start: the other waits for the lock.
-      const skipped = await Promise.race(starts);
-      assert.equal(skipped.body.skipped, true, JSON.stringify(skipped.body));
-      await holder.query("commit");
-      answers = await Promise.all(starts);
-    } finally {
-      holder.release();
-    }
+    const answers = await twoStartsWhileLocked(db.pool, "public.notifications", run);
     assertOneRanOneSkipped(answers);
     const ran = answers.find((a) => a.body.skipped !== true)!;
     assert.deepEqual(ran.body.items, { started: [placement.id] });

@@ -31,6 +31,24 @@ export interface Sql {
   ): Promise<R>;
 }
 
+/**
+ * Runs `fn` in a savepoint of transaction `sql`: released when it succeeds,
+ * rolled back (and the error rethrown) when it fails, so one item's failure
+ * leaves the rest of the transaction usable. E-mails it queued are skipped
+ * by the outbox once rolled back.
+ */
+export async function inSavepoint<T>(sql: Sql, fn: () => Promise<T>): Promise<T> {
+  await sql.query("savepoint item");
+  try {
+    const result = await fn();
+    await sql.query("release savepoint item");
+    return result;
+  } catch (error) {
+    await sql.query("rollback to savepoint item");
+    throw error;
+  }
+}
+
 /** JWT claims that RLS reads through `auth.uid()`, `auth.role()` and `auth.jwt()`. */
 export interface SqlClaims {
   sub: string;

@@ -20,7 +20,7 @@
  * @module
  */
 import type { Context } from "../context.ts";
-import type { Sql } from "../db.ts";
+import { inSavepoint, type Sql } from "../db.ts";
 import { type DigestListing, newListingsDigest } from "../email/templates/listings_digest.ts";
 import type { JobTally } from "../jobs/tally.ts";
 import { type NoticeOutcome, queueNotice, withDelivery } from "./notify.ts";
@@ -146,26 +146,23 @@ async function writeBatch(
       continue;
     }
     const digest = newListingsDigest(recipient.listings, recipient.total);
-    await sql.query("savepoint listings_digest_user");
-    try {
-      written.push(
-        await queueNotice(ctx, sql, {
-          userId: recipient.userId,
-          type: "new_listings",
-          title: digest.title,
-          body: digest.body,
-          link: "/explore",
-          data: { listingIds: recipient.listings.map((l) => l.id), total: recipient.total },
-          key,
-          email: { emailType: "new_listings_digest", content: digest.email },
-        }),
-      );
-      await sql.query("release savepoint listings_digest_user");
-    } catch (error) {
-      // Its e-mail id may be in the outbox already; rolled back, it is skipped there.
-      await sql.query("rollback to savepoint listings_digest_user");
-      tally.fail(`user:${recipient.userId}`, error);
-    }
+    // One user's failure rolls back only their notice; its e-mail is then skipped by the outbox.
+    const outcome = await tally.attempt(
+      `user:${recipient.userId}`,
+      () =>
+        inSavepoint(sql, () =>
+          queueNotice(ctx, sql, {
+            userId: recipient.userId,
+            type: "new_listings",
+            title: digest.title,
+            body: digest.body,
+            link: "/explore",
+            data: { listingIds: recipient.listings.map((l) => l.id), total: recipient.total },
+            key,
+            email: { emailType: "new_listings_digest", content: digest.email },
+          })),
+    );
+    if (outcome) written.push(outcome);
   }
   return written;
 }

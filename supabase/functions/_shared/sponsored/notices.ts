@@ -24,7 +24,7 @@
  * @module
  */
 import type { Context } from "../context.ts";
-import type { Sql } from "../db.ts";
+import { inSavepoint, type Sql } from "../db.ts";
 import {
   sponsoredEndingNotice,
   sponsoredLink,
@@ -143,37 +143,33 @@ async function writeBatch(
   const written: Written[] = [];
   for (const placement of placements) {
     tally.scanned++;
-    await sql.query("savepoint sponsored_notice");
-    try {
-      if (!(await stamp(sql, kind, placement.id))) {
-        await sql.query("release savepoint sponsored_notice");
-        tally.count("no_longer_due");
-        continue;
-      }
-      const notice = KINDS[kind].notice(placement);
-      const outcome = await queueNotice(ctx, sql, {
-        userId: placement.sellerId,
-        type: "sponsored",
-        title: notice.title,
-        body: notice.body,
-        link: sponsoredLink(placement),
-        data: {
-          kind,
-          placementId: placement.id,
-          listingId: placement.listingId,
-          startsAt: placement.startsAt.toISOString(),
-          endsAt: placement.endsAt.toISOString(),
-        },
-        key: sponsoredNoticeKey(kind, placement.id),
-        email: { emailType: KINDS[kind].emailType, content: notice.email },
-      });
-      await sql.query("release savepoint sponsored_notice");
-      written.push({ placementId: placement.id, outcome });
-    } catch (error) {
-      // Its e-mail id may be in the outbox already; rolled back, it is skipped there.
-      await sql.query("rollback to savepoint sponsored_notice");
-      tally.fail(`${kind}:${placement.id}`, error);
-    }
+    // A notice that cannot be written rolls back its stamp too: the next run tries again.
+    const outcome = await tally.attempt(
+      `${kind}:${placement.id}`,
+      () =>
+        inSavepoint(sql, async () => {
+          if (!(await stamp(sql, kind, placement.id))) return null;
+          const notice = KINDS[kind].notice(placement);
+          return await queueNotice(ctx, sql, {
+            userId: placement.sellerId,
+            type: "sponsored",
+            title: notice.title,
+            body: notice.body,
+            link: sponsoredLink(placement),
+            data: {
+              kind,
+              placementId: placement.id,
+              listingId: placement.listingId,
+              startsAt: placement.startsAt.toISOString(),
+              endsAt: placement.endsAt.toISOString(),
+            },
+            key: sponsoredNoticeKey(kind, placement.id),
+            email: { emailType: KINDS[kind].emailType, content: notice.email },
+          });
+        }),
+    );
+    if (outcome === null) tally.count("no_longer_due");
+    else if (outcome) written.push({ placementId: placement.id, outcome });
   }
   return written;
 }
