@@ -1,6 +1,8 @@
 /**
  * `deno task db:reset --yes`: deletes the local embedded cluster (the one
- * `deno task start` uses, `$LOCAL_STATE_DIR/db`) and rebuilds it: init,
+ * `deno task start` uses, `$LOCAL_STATE_DIR/db`) and the local Storage files
+ * (`$LOCAL_STATE_DIR/storage`, described by rows of that cluster) and
+ * rebuilds it: init,
  * `local/platform.sql`, every migration, `supabase/seed.sql`; then stops.
  * Without `--yes` it only says what it would do. It refuses while a server
  * runs on that cluster, and with `SUPABASE_DB_URL` set (it never touches
@@ -73,7 +75,8 @@ export async function resetLocalDatabase(options: ResetOptions): Promise<void> {
   const migrations = listMigrations().length;
   if (!options.yes) {
     throw new ResetError(
-      `Cannot reset without --yes: it would delete the local database in ${dataDir} and rebuild ` +
+      `Cannot reset without --yes: it would delete the local database in ${dataDir} ` +
+        `and the local storage files, and rebuild ` +
         `it (init, local/platform.sql, ${migrations} migrations, supabase/seed.sql); ` +
         "run `deno task db:reset --yes` to do it",
     );
@@ -85,10 +88,13 @@ export async function resetLocalDatabase(options: ResetOptions): Promise<void> {
         "stop `deno task start` first",
     );
   }
-  await Deno.remove(dataDir, { recursive: true }).catch((error) => {
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
-  });
-  log(`Deleted ${dataDir}; rebuilding…`);
+  // Stored files go with the rows that describe them (storage.objects).
+  for (const dir of [dataDir, join(stateDir, "storage")]) {
+    await Deno.remove(dir, { recursive: true }).catch((error) => {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+    });
+  }
+  log(`Deleted ${dataDir} and the local storage files; rebuilding…`);
   const database = await startPostgres({
     dataDir: join(stateDir, "db"),
     port: options.port ?? LOCAL_DB_PORT,

@@ -7,6 +7,10 @@
  * security headers, CORS headers for the caller's origin and `X-Request-Id`.
  * With `mail: true` and `LOCAL_DEV=true` it also serves the local mail viewer
  * at `/_local/mail` (local/mail_viewer.ts, which sets its own CSP and no CORS).
+ * Given a `storage` handler (local/storage/api.ts) it passes every
+ * `/storage/v1/...` request to it unchanged, answers their CORS preflight
+ * itself, and adds the same security, CORS and request-id headers to the
+ * Storage answers, so a browser at the site's origin can upload and download.
  *
  * @module
  */
@@ -15,6 +19,7 @@ import type { Runtime } from "../supabase/functions/_shared/runtime.ts";
 import { HttpError } from "../supabase/functions/_shared/errors.ts";
 import { type HeaderPairs, requestIdOf } from "../supabase/functions/_shared/headers.ts";
 import { createMailViewer, isMailViewerPath } from "./mail_viewer.ts";
+import { STORAGE_PREFIX } from "./storage/api.ts";
 
 /** Options for {@linkcode createGateway}. */
 export interface GatewayOptions {
@@ -29,6 +34,8 @@ export interface GatewayOptions {
    * only when the runtime also has `LOCAL_DEV=true` (default: off).
    */
   mail?: boolean;
+  /** The local Storage API (local/storage/api.ts), served under `/storage/v1/`. */
+  storage?: (req: Request) => Promise<Response>;
 }
 
 /** The path of the JWKS the gateway serves. */
@@ -36,6 +43,8 @@ export const JWKS_PATH = "/auth/v1/.well-known/jwks.json";
 
 /** Methods the JWKS endpoint answers. */
 const JWKS_METHODS = "GET, HEAD, OPTIONS";
+/** Methods the Storage API answers (for CORS preflight). */
+const STORAGE_METHODS = "GET, HEAD, POST, PUT, OPTIONS";
 
 /** Builds the gateway's fetch handler. */
 export function createGateway(options: GatewayOptions): (req: Request) => Promise<Response> {
@@ -49,6 +58,10 @@ export function createGateway(options: GatewayOptions): (req: Request) => Promis
   const preflight: HeaderPairs = Object.entries({
     ...runtime.cors.preflightHeaders(),
     "Access-Control-Allow-Methods": JWKS_METHODS,
+  });
+  const storagePreflight: HeaderPairs = Object.entries({
+    ...runtime.cors.preflightHeaders(),
+    "Access-Control-Allow-Methods": STORAGE_METHODS,
   });
 
   /** The headers a function's answer carries (the factory's own set). */
@@ -98,6 +111,15 @@ export function createGateway(options: GatewayOptions): (req: Request) => Promis
       });
     }
     if (mailViewer && isMailViewerPath(url.pathname)) return await mailViewer(req);
+    if (options.storage && url.pathname.startsWith(STORAGE_PREFIX)) {
+      if (req.method === "OPTIONS") {
+        return new Response(null, {
+          status: 204,
+          headers: [...responseHeaders(req), ...storagePreflight, ["Allow", STORAGE_METHODS]],
+        });
+      }
+      return withHeaders(await options.storage(req), responseHeaders(req));
+    }
     const match = /^\/functions\/v1\/([^/]+)(\/.*)?$/.exec(url.pathname);
     if (!match) {
       return fail(req, new HttpError(404, "not_found", `No route for "${url.pathname}"`));
@@ -123,6 +145,16 @@ export function createGateway(options: GatewayOptions): (req: Request) => Promis
       new Request(forwarded, { method: req.method, headers: req.headers, body }),
     );
   };
+}
+
+/** `res` with `extra` headers added (its own `Vary` kept). */
+function withHeaders(res: Response, extra: HeaderPairs): Response {
+  const headers = new Headers(res.headers);
+  for (const [name, value] of extra) {
+    if (name.toLowerCase() === "vary") headers.append(name, value);
+    else headers.set(name, value);
+  }
+  return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
 }
 
 /** As the hosted gateway: a valid project JWT is required (opaque tokens are not JWTs). */

@@ -3,7 +3,9 @@
  * on 127.0.0.1:54322 (data in `.local/db`) unless `SUPABASE_DB_URL` is set,
  * applies `local/platform.sql` and new migrations, seeds on first init, and
  * serves every function at `http://127.0.0.1:54321/functions/v1/<name>`
- * (`PORT` overrides). Ctrl-C or SIGTERM stops everything.
+ * (`PORT` overrides) and the Storage API subset supabase-js uploads and
+ * downloads use at `/storage/v1` (files in `.local/storage`). Ctrl-C or
+ * SIGTERM stops everything.
  *
  * @module
  */
@@ -17,6 +19,7 @@ import { CONFIG_TOML_PATH, LOCAL_DB_PORT, LOCAL_STATE_DIR, SIGNING_KEY_PATH } fr
 import { assertPortFree, freePort, PostgresStartError, startPostgres } from "./postgres.ts";
 import { startScheduler } from "./scheduler.ts";
 import { hasMigrationsTable, seedDatabase } from "./seed.ts";
+import { createStorageApi } from "./storage/api.ts";
 
 /** The local scheduler token (least privilege: scheduled functions only). */
 export const LOCAL_SCHEDULER_TOKEN = "local-scheduler-token-for-development-only-0000";
@@ -83,6 +86,13 @@ async function main(): Promise<void> {
       verifyJwt,
       jwks: jwksOf(signingKey),
       mail: true,
+      storage: createStorageApi({
+        database: runtime.database,
+        tokens: runtime.tokens,
+        jwtSecret: secret,
+        root: `${LOCAL_STATE_DIR}/storage`,
+        log: runtime.log,
+      }),
     });
     const server = Deno.serve({ hostname: "127.0.0.1", port, onListen: () => {} }, gateway);
     stops.unshift(() => server.shutdown());
@@ -141,6 +151,7 @@ function banner(info: {
     `Local stack ready: ${info.functions} functions, ${info.applied.length} new migration(s) applied`,
     `  Functions        ${info.url}/functions/v1/<name>`,
     `  JWKS             ${info.url}/auth/v1/.well-known/jwks.json`,
+    `  Storage          ${info.url}/storage/v1`,
     ...(info.mail ? [`  Mail             ${info.url}/_local/mail`] : []),
     `  Database         ${info.dbUrl.replace(/:[^:@/]+@/, ":****@")}`,
     `  anon key         ${info.anonKey}`,

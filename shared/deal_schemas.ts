@@ -34,7 +34,7 @@ export const CreateDealCheckoutInput = z.object({
 /** `create-deal-checkout` response: the hosted checkout to open. */
 export const CreateDealCheckoutOutput = z.object({ url: z.url() });
 
-/** `release-deal-payout` request; `force` releases from `funded` (before the handover). */
+/** `release-deal-payout` request; `force` releases before the handover is complete. */
 export const ReleaseDealPayoutInput = z.object({
   dealId: DealId,
   force: z.boolean().default(false),

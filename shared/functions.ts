@@ -29,6 +29,11 @@ import {
   RefundDealPaymentInput,
   ReleaseDealPayoutInput,
 } from "./deal_schemas.ts";
+import {
+  CreateUploadUrlInput,
+  CreateUploadUrlOutput,
+  GenerateApaOutput,
+} from "./document_schemas.ts";
 import { JobAnswer } from "./job_schemas.ts";
 import {
   CleanupDuplicatesInput,
@@ -396,21 +401,24 @@ export const FUNCTIONS = {
     access: "deal-participant",
     group: "documents",
     summary: "Signed upload URL for a deal document",
-    built: false,
-    input: DealIdInput,
+    built: true,
+    input: CreateUploadUrlInput,
+    output: CreateUploadUrlOutput,
   },
   "generate-apa-pdf": {
     access: "deal-participant",
     group: "documents",
     summary: "Generates the asset purchase agreement PDF",
-    built: false,
+    built: true,
     input: DealIdInput,
+    output: GenerateApaOutput,
   },
   "apa-auto-handover": {
     access: "scheduled",
     group: "documents",
     summary: "Automates asset handover steps",
-    built: false,
+    built: true,
+    output: JobAnswer,
   },
   "analyze-project": {
     access: "user",

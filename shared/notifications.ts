@@ -35,6 +35,11 @@ export const NOTIFICATION_TYPES = {
     inApp: true,
   },
   sponsored: { label: "Your sponsored placements starting and ending", email: true, inApp: true },
+  handover: {
+    label: "Deal handovers: reminders and completion",
+    email: true,
+    inApp: true,
+  },
 } as const satisfies Record<string, NotificationTypeInfo>;
 
 /** A notification type. */
@@ -68,6 +73,8 @@ export const EMAIL_TYPES = {
   price_alert: "price_alerts",
   sponsored_started: "sponsored",
   sponsored_ending: "sponsored",
+  handover_reminder: "handover",
+  handover_complete: "handover",
   auth_signup: null,
   auth_invite: null,
   auth_magiclink: null,

@@ -90,8 +90,53 @@ Deno.test({
       const { rows } = await client.query(
         "select count(*)::int as n from auth.users where email like '%@example.com'",
       );
-      await client.end();
       assert.ok(rows[0].n >= 4, "seed users are present");
+
+      // Deal documents end to end: the frontend's supabase-js calls the function, uploads
+      // to the local Storage API through the signed URL, and the other party downloads.
+      assert.ok(stack.output().includes(`  Storage          ${stack.url}/storage/v1`));
+      const userOf = async (email: string) => {
+        const bearer = await stack.token(email);
+        const id =
+          JSON.parse(atob(bearer.split(".")[1]!.replace(/-/g, "+").replace(/_/g, "/"))).sub;
+        const supabase = createClient(stack.url, stack.anonKey, {
+          auth: { persistSession: false },
+          global: { headers: { Authorization: `Bearer ${bearer}` } },
+        });
+        return { id: id as string, supabase };
+      };
+      const seller = await userOf("e2e-seller@example.com");
+      const buyer = await userOf("e2e-buyer@example.com");
+      const deal = await client.query<{ id: string }>(
+        `with listing as (
+           insert into public.listings (seller_id, title, url, category, asking_price, currency)
+           values ($1, 'E2E shop', 'https://e2e-shop.example', 'saas', 900, 'USD') returning id
+         )
+         insert into public.deals (listing_id, buyer_id, seller_id, amount, currency)
+         select id, $2, $1, 900, 'USD' from listing returning id`,
+        [seller.id, buyer.id],
+      );
+      const dealId = deal.rows[0]!.id;
+      const upload = await buyer.supabase.functions.invoke("deal-create-upload-url", {
+        body: { dealId, fileName: "proof.txt", contentType: "text/plain", size: 5, kind: "other" },
+      });
+      assert.equal(upload.error, null, String(upload.error));
+      const file = new File(["hello"], "proof.txt", { type: "text/plain" });
+      const put = await buyer.supabase.storage.from("deal-documents")
+        .uploadToSignedUrl(upload.data.path, upload.data.token, file);
+      assert.equal(put.error, null, String(put.error));
+      const got = await seller.supabase.storage.from("deal-documents").download(upload.data.path);
+      assert.equal(await got.data?.text(), "hello");
+      assert.equal(
+        await Deno.readTextFile(`${state}/storage/deal-documents/${upload.data.path}`),
+        "hello",
+      );
+      const apa = await seller.supabase.functions.invoke("generate-apa-pdf", { body: { dealId } });
+      assert.equal(apa.error, null, String(apa.error));
+      const pdf = await fetch(apa.data.signedUrl);
+      assert.equal(pdf.headers.get("content-type"), "application/pdf");
+      assert.equal(new TextDecoder().decode((await pdf.bytes()).slice(0, 5)), "%PDF-");
+      await client.end();
     } catch (error) {
       failure = error;
     }

@@ -195,6 +195,9 @@ sqlTest(
     const funded = await payableDeal(setup, { handover: false });
     await check(funded.id, "handover_not_started");
 
+    const handingOver = await payableDeal(setup, { handover: "started" });
+    await check(handingOver.id, "handover_not_complete");
+
     const noAccount = await createDeal(db.pool);
     await payDeal(setup, noAccount);
     await check(noAccount.id, "no_payout_account", { force: true });
@@ -224,6 +227,10 @@ sqlTest(
       (await dealEvents(db.pool, funded.id)).at(-1),
       "funded→completed:payout_released",
     );
+    // ...and from a handover the buyer has not confirmed yet.
+    const early = await release({ dealId: handingOver.id, force: true });
+    assert.equal(early.status, 200, JSON.stringify(early.body));
+    assert.equal(early.body.status, "completed");
   },
 );
 

@@ -76,9 +76,8 @@ Deno.test("invoke() reports errors without an error body, relay errors and netwo
 
 Deno.test("invoke() passes undocumented answers through", async () => {
   const { client } = clientAnswering(() => json({ anything: 1 }));
-  const { data, error } = await invoke(client, "deal-create-upload-url", {
-    dealId: crypto.randomUUID(),
-  });
+  // test-payproc has no output schema yet (issue 12 adds one: pick another then).
+  const { data, error } = await invoke(client, "test-payproc");
   assert.equal(error, null);
   assert.deepEqual(data, { anything: 1 });
 });

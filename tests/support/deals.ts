@@ -94,22 +94,53 @@ export async function onboardSeller(setup: DealsSetup, seller: TestUser): Promis
   return account.id;
 }
 
-/** Moves a funded deal into the handover (what the documents feature will do). */
+/** Moves a funded deal into the handover (what apa-auto-handover does once the agreement exists). */
 export async function startHandover(pool: pg.Pool, dealId: string): Promise<void> {
   await pool.query("select public.transition_deal($1, 'in_handover', 'handover_started')", [
     dealId,
   ]);
 }
 
-/** A deal paid into escrow, its seller onboarded and the handover started: ready for payout. */
+/**
+ * Completes a deal's handover as the service connection would record it:
+ * every step delivered and confirmed by the buyer, the deal stamped ready for
+ * payout (what the participants and apa-auto-handover do step by step).
+ */
+export async function completeHandover(pool: pg.Pool, dealId: string): Promise<void> {
+  await pool.query(
+    `update public.deal_handover_steps s set status = 'delivered', delivered_at = now(),
+       delivered_by = d.seller_id
+     from public.deals d where d.id = s.deal_id and s.deal_id = $1 and s.status = 'pending'`,
+    [dealId],
+  );
+  await pool.query(
+    `update public.deal_handover_steps s set status = 'confirmed', confirmed_at = now(),
+       confirmed_by = d.buyer_id, confirmation = 'buyer'
+     from public.deals d where d.id = s.deal_id and s.deal_id = $1 and s.status = 'delivered'`,
+    [dealId],
+  );
+  await pool.query(
+    `update public.deals set handover_completed_at = now(), handover_completion = 'buyer_confirmed'
+     where id = $1`,
+    [dealId],
+  );
+}
+
+/**
+ * A deal paid into escrow and its seller onboarded; with `handover` (the
+ * default) also handed over: in handover with every step confirmed, ready
+ * for payout. `handover: "started"` stops after starting it.
+ */
 export async function payableDeal(
   setup: DealsSetup,
-  options: { amount?: string; currency?: string; handover?: boolean } = {},
+  options: { amount?: string; currency?: string; handover?: boolean | "started" } = {},
 ): Promise<TestDeal & { intentId: string; accountId: string }> {
   const deal = await createDeal(setup.db.pool, options);
   const intentId = await payDeal(setup, deal);
   const accountId = await onboardSeller(setup, deal.seller);
-  if (options.handover ?? true) await startHandover(setup.db.pool, deal.id);
+  const handover = options.handover ?? true;
+  if (handover) await startHandover(setup.db.pool, deal.id);
+  if (handover === true) await completeHandover(setup.db.pool, deal.id);
   return { ...deal, intentId, accountId };
 }
 

@@ -4,8 +4,7 @@
  *
  * @module
  */
-import { Runtime } from "../../supabase/functions/_shared/runtime.ts";
-import type { LogSink } from "../../supabase/functions/_shared/log.ts";
+import { Runtime, type RuntimeOptions } from "../../supabase/functions/_shared/runtime.ts";
 import type { EdgeFunction } from "../../supabase/functions/_shared/function.ts";
 import type { TestDatabase } from "./db.ts";
 import { ErrorBody } from "../../shared/schemas.ts";
@@ -13,12 +12,13 @@ import { TEST_JWT_SECRET, TEST_SUPABASE_URL, testCredentials } from "./credentia
 
 /**
  * Builds a runtime on `db`; `env` adds or overrides variables (e.g. doubles'
- * URLs); `options.logSink` receives the log lines (then set `LOG_LEVEL`).
+ * URLs); `options.logSink` receives the log lines (then set `LOG_LEVEL`),
+ * `options.clock` replaces the system clock.
  */
 export async function testRuntime(
   db: TestDatabase,
   env: Record<string, string | undefined> = {},
-  options: { logSink?: LogSink } = {},
+  options: RuntimeOptions = {},
 ): Promise<Runtime> {
   const keys = await testCredentials();
   return new Runtime({

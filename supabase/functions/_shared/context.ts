@@ -9,6 +9,7 @@ import { Outbox } from "./email/outbox.ts";
 import type { Env } from "./env.ts";
 import type { Logger } from "./log.ts";
 import type { Runtime } from "./runtime.ts";
+import type { StorageClient } from "./storage.ts";
 
 /** Per-request dependencies; each is built on first use, so unused ones cost nothing. */
 export class Context {
@@ -40,6 +41,20 @@ export class Context {
    */
   payproc(): Promise<Stripe> {
     return this.runtime.payproc();
+  }
+
+  /**
+   * Storage through supabase-js with the service role (signed upload and
+   * download URLs, uploads); 503 `not_configured` without its settings.
+   * Never call it inside `db.tx`.
+   */
+  storage(): Promise<StorageClient> {
+    return this.runtime.storage();
+  }
+
+  /** The current time by the runtime's clock (jobs and deadlines use it; tests inject it). */
+  now(): Date {
+    return this.runtime.now();
   }
 
   /** E-mails written in this request's transactions, delivered after the handler. */

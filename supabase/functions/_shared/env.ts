@@ -43,6 +43,7 @@ export const EnvSchema = z.object({
   EMAIL_FROM: optionalText,
   EMAIL_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
   SEND_EMAIL_HOOK_SECRET: optionalText,
+  HANDOVER_INSPECTION_DAYS: z.coerce.number().int().min(1).max(60).default(7),
   AIMODEL_API_KEY: optionalText,
   AIMODEL_BASE_URL: optionalUrl,
   AIMODEL_PRIMARY: z.string().min(1).default("claude-haiku-4-5"),

@@ -45,7 +45,8 @@ export function securityHeaders(options: SecurityHeaderOptions = {}): Record<str
 }
 
 /** Request headers supabase-js and browsers send that CORS must allow. */
-const ALLOWED_REQUEST_HEADERS = "authorization, x-client-info, apikey, content-type";
+const ALLOWED_REQUEST_HEADERS =
+  "authorization, x-client-info, apikey, content-type, x-upsert, cache-control, x-metadata";
 
 /** A list of response header name/value pairs. */
 export type HeaderPairs = Array<[string, string]>;

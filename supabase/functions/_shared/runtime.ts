@@ -17,6 +17,15 @@ import { Env } from "./env.ts";
 import { CorsPolicy, type HeaderPairs, securityHeaders } from "./headers.ts";
 import { Logger, type LogSink } from "./log.ts";
 import { createPayprocClient } from "./payproc.ts";
+import { createStorageClient, type StorageClient } from "./storage.ts";
+
+/** Options of a {@linkcode Runtime}. */
+export interface RuntimeOptions {
+  /** Receives the log lines (default: stdout/stderr as JSON). */
+  logSink?: LogSink;
+  /** The clock jobs and deadlines read (default: the system clock); tests inject one. */
+  clock?: () => Date;
+}
 
 /** Configuration and lazily built dependencies shared by every request. */
 export class Runtime {
@@ -34,10 +43,13 @@ export class Runtime {
   private db?: Db;
   private verifier?: TokenVerifier;
   private payprocClient?: Promise<Stripe>;
+  private storageClient?: Promise<StorageClient>;
+  private readonly clock: () => Date;
 
   /** Validates `source` (fails on malformed values, never on missing secrets). */
-  constructor(source: Record<string, string | undefined>, options: { logSink?: LogSink } = {}) {
+  constructor(source: Record<string, string | undefined>, options: RuntimeOptions = {}) {
     this.env = new Env(source);
+    this.clock = options.clock ?? (() => new Date());
     this.log = new Logger(this.env.values.LOG_LEVEL, {}, options.logSink);
     this.securityHeaders = Object.freeze(
       securityHeaders({ supabaseUrl: this.env.values.SUPABASE_URL }),
@@ -71,6 +83,22 @@ export class Runtime {
     this.env.require("PAYPROC_SECRET_KEY");
     this.payprocClient ??= createPayprocClient(this.env);
     return this.payprocClient;
+  }
+
+  /**
+   * Storage (supabase-js, service role) loaded on first use; 503
+   * `not_configured` without `SUPABASE_URL` or `SUPABASE_SERVICE_ROLE_KEY`.
+   */
+  storage(): Promise<StorageClient> {
+    this.env.require("SUPABASE_URL");
+    this.env.require("SUPABASE_SERVICE_ROLE_KEY");
+    this.storageClient ??= createStorageClient(this.env);
+    return this.storageClient;
+  }
+
+  /** The current time by the runtime's clock (injectable for tests). */
+  now(): Date {
+    return this.clock();
   }
 
   /** A named cache, created on first use by `create`. */

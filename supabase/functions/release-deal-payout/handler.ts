@@ -2,8 +2,9 @@
  * `release-deal-payout` (admin) `{ dealId, force? }`: pays the seller the
  * deal's amount minus its frozen commission — one transfer to their payout
  * account from the deal's charge, idempotency key `payout:<dealId>` — and
- * completes the deal. Only from `in_handover` (or `funded` with
- * `force: true`), only when the seller's account has payouts enabled and
+ * completes the deal. Only once the handover is complete (`in_handover`
+ * with every step confirmed: `apa-auto-handover` stamps it), or earlier with
+ * `force: true` (from `funded` or `in_handover`), only when the seller's account has payouts enabled and
  * nothing past due (409 naming the reason in `details.reason`). Repeating
  * it answers the same result; a crash midway is resumed, never doubled
  * (`_shared/deals/payouts.ts`). Answers the deal's state, payout and refund.

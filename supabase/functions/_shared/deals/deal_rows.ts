@@ -25,6 +25,10 @@ export interface DealRow {
   payproc_charge_id: string | null;
   payment_status: string | null;
   payment_synced_at: Date | null;
+  /** When every handover step was confirmed (ready for payout); null before. */
+  handover_completed_at: Date | null;
+  /** How the handover completed; null before. */
+  handover_completion: "buyer_confirmed" | "inspection_lapsed" | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -33,7 +37,8 @@ export interface DealRow {
 export const DEAL_COLUMNS = `d.id, d.listing_id, d.buyer_id, d.seller_id, d.amount::text as amount,
   d.currency, d.status, d.commission::text as commission, d.funded_at, d.closed_at,
   d.payproc_payment_intent_id, d.payproc_checkout_session_id, d.payproc_charge_id,
-  d.payment_status, d.payment_synced_at, d.created_at, d.updated_at`;
+  d.payment_status, d.payment_synced_at, d.handover_completed_at, d.handover_completion,
+  d.created_at, d.updated_at`;
 
 /** The deal, or null; `lock` takes its row lock (inside a transaction). */
 export function findDeal(

@@ -39,7 +39,7 @@ import {
 /** A payout request. */
 export interface PayoutRequest {
   dealId: string;
-  /** Release from `funded`, before the handover. */
+  /** Release before the handover is complete (from `funded` or `in_handover`). */
   force: boolean;
   /** The admin asking. */
   actor: string;
@@ -78,7 +78,14 @@ function refuseUnlessPayable(deal: DealRow, refund: SettlementRow | null, force:
       reason: "refunded",
     });
   }
-  if (deal.status === "in_handover" || (deal.status === "funded" && force)) return;
+  if (deal.status === "in_handover" && (deal.handover_completed_at || force)) return;
+  if (deal.status === "funded" && force) return;
+  if (deal.status === "in_handover") {
+    throw conflict(
+      "Cannot release the payout: the buyer has not confirmed the handover yet; pass force: true to pay out now",
+      { reason: "handover_not_complete", status: deal.status },
+    );
+  }
   if (deal.status === "funded") {
     throw conflict(
       "Cannot release the payout: the handover has not started; pass force: true to pay out now",

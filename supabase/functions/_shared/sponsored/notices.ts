@@ -35,6 +35,7 @@ import {
 import { type JobSkipped, runGuardedJob } from "../jobs/guard.ts";
 import type { JobOutput } from "../jobs/runs.ts";
 import type { JobTally } from "../jobs/tally.ts";
+import { countNoticeOutcome } from "../notifications/counts.ts";
 import { type NoticeOutcome, queueNotice, withDelivery } from "../notifications/notify.ts";
 
 /** The job name in `job_runs` and `job_schedules`. */
@@ -174,17 +175,6 @@ async function writeBatch(
   return written;
 }
 
-/** Counts what one delivered notice did. */
-function countOutcome(tally: JobTally, outcome: NoticeOutcome): void {
-  const email = outcome.email;
-  if (outcome.inApp === "created") tally.count("in_app");
-  if (outcome.inApp === "suppressed") tally.count("in_app_suppressed");
-  if (email === null) tally.count("no_email_address");
-  else if (email.status === "suppressed") tally.count("emails_suppressed");
-  else tally.count("emails");
-  if (email?.status === "failed") tally.count("emails_failed");
-}
-
 /** Writes and delivers every due notice of `kind`, a batch per transaction. */
 async function sendKind(ctx: Context, kind: SponsoredNoticeKind, tally: JobTally): Promise<void> {
   let after: string | null = null;
@@ -197,7 +187,7 @@ async function sendKind(ctx: Context, kind: SponsoredNoticeKind, tally: JobTally
     written.forEach((w, i) => {
       tally.changed++;
       tally.list(kind, w.placementId);
-      countOutcome(tally, delivered[i]!);
+      countNoticeOutcome(tally, delivered[i]!);
     });
     if (placements.length < SPONSORED_NOTICE_BATCH) return;
   }

@@ -6,7 +6,7 @@
  * @module
  */
 import type { EmailContent } from "../render.ts";
-import { countOf, formatMoney, namesOf } from "./format.ts";
+import { countOf, formatMoney, namesOf } from "../../format.ts";
 
 /** A digest as one recipient gets it: the in-app title and body, and the e-mail. */
 export interface DigestNotice {

@@ -1,5 +1,5 @@
 /**
- * Formatting the templates share: counted nouns, money in a currency,
+ * Formatting shared by e-mails and documents: counted nouns, money in a currency,
  * times, and "A, B and 3 more" lists.
  *
  * @module

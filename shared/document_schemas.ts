@@ -1,0 +1,89 @@
+/**
+ * zod schemas of the document functions (interface §1 "Documents"): signed
+ * uploads of deal files, the generated asset purchase agreement, and the
+ * handover checklist's vocabulary the frontend renders.
+ *
+ * @module
+ */
+import { z } from "zod";
+import { DealId } from "./schemas.ts";
+
+/** The bucket every deal file lives in (private; `<dealId>/…`). */
+export const DEAL_DOCUMENTS_BUCKET = "deal-documents";
+
+/** The largest file a participant may upload: 25 MiB (the bucket's limit too). */
+export const MAX_UPLOAD_BYTES = 25 * 1024 * 1024;
+
+/**
+ * The file types a participant may upload: PDF, PNG, JPEG, ZIP (as most
+ * browsers and as Windows name it) and plain text. The bucket allows the same.
+ */
+export const UPLOAD_CONTENT_TYPES = [
+  "application/pdf",
+  "image/png",
+  "image/jpeg",
+  "application/zip",
+  "application/x-zip-compressed",
+  "text/plain",
+] as const;
+
+/** What an uploaded file is; `apa` (the generated agreement) is the server's own kind. */
+export const UploadKind = z.enum([
+  "signed_apa",
+  "transfer_proof",
+  "financials",
+  "credentials",
+  "other",
+]);
+/** What an uploaded file is. */
+export type UploadKind = z.infer<typeof UploadKind>;
+
+/** A document's kind in `deal_documents`. */
+export type DocumentKind = UploadKind | "apa";
+
+/** `deal-create-upload-url` request. */
+export const CreateUploadUrlInput = z.object({
+  dealId: DealId,
+  /** The file's name as the user picked it; sanitized by the server. */
+  fileName: z.string().min(1).max(1000),
+  /** Its MIME type (case and parameters such as `; charset=utf-8` are ignored). */
+  contentType: z.string().trim().toLowerCase().transform((type) => type.split(";")[0]!.trim())
+    .pipe(z.enum(UPLOAD_CONTENT_TYPES)),
+  /** Its size in bytes, at most {@linkcode MAX_UPLOAD_BYTES}. */
+  size: z.number().int().min(1).max(MAX_UPLOAD_BYTES),
+  kind: UploadKind,
+});
+
+/** `deal-create-upload-url` response: where to PUT the file (supabase-js `uploadToSignedUrl`). */
+export const CreateUploadUrlOutput = z.object({
+  /** The `deal_documents` row, `pending` until the upload is confirmed. */
+  documentId: z.uuid(),
+  /** The object's name in {@linkcode DEAL_DOCUMENTS_BUCKET}. */
+  path: z.string(),
+  signedUrl: z.url(),
+  token: z.string().min(1),
+  /** Seconds the URL stays valid. */
+  expiresIn: z.number().int().positive(),
+});
+
+/** `generate-apa-pdf` response: the agreement's current version. */
+export const GenerateApaOutput = z.object({
+  documentId: z.uuid(),
+  path: z.string(),
+  /** A download URL valid for {@linkcode APA_URL_SECONDS} seconds. */
+  signedUrl: z.url(),
+  /** Hex SHA-256 of the PDF. */
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  /** The agreement's version in this deal (1, 2, ...). */
+  version: z.number().int().min(1),
+  /** Whether this call made a new version (false: the content had not changed). */
+  created: z.boolean(),
+});
+
+/** How long the agreement's download URL is valid (seconds). */
+export const APA_URL_SECONDS = 600;
+
+/** A handover step's state: pending → delivered → confirmed, delivered ⇄ disputed. */
+export const HandoverStepStatus = z.enum(["pending", "delivered", "disputed", "confirmed"]);
+/** A handover step's state. */
+export type HandoverStepStatus = z.infer<typeof HandoverStepStatus>;
