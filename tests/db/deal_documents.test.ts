@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import type pg from "pg";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
 import { createDeal, type TestDeal } from "../support/deals.ts";
-import { asRole, createUser, type TestUser } from "../support/sql.ts";
+import { asRole, createUser, queryAs, type TestUser } from "../support/sql.ts";
 import { rejectsWith } from "./core_fixtures.ts";
 
 const db = await createTestDatabase();
@@ -50,17 +50,8 @@ async function statusOf(id: string) {
 }
 
 /** Runs `sql` as `user` (committed). */
-async function as<T extends pg.QueryResultRow>(
-  user: TestUser,
-  sql: string,
-  params: unknown[] = [],
-) {
-  return await asRole(db.pool, { role: "authenticated", userId: user.id }, async (client) => {
-    const { rows } = await client.query<T>(sql, params);
-    await client.query("commit");
-    return rows;
-  });
-}
+const as = <T extends pg.QueryResultRow>(user: TestUser, sql: string, params: unknown[] = []) =>
+  queryAs<T>(db.pool, user, sql, params);
 
 sqlTest("the bucket is private, 25 MiB, and allows the five kinds of file", async () => {
   const { rows } = await db.pool.query(

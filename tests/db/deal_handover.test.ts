@@ -10,9 +10,9 @@
 import assert from "node:assert/strict";
 import type pg from "pg";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
-import { createDeal, type TestDeal } from "../support/deals.ts";
+import { createDeal, moveDeal, type TestDeal } from "../support/deals.ts";
 import { messagesFor } from "../support/realtime.ts";
-import { asRole, createUser, type TestUser } from "../support/sql.ts";
+import { asRole, createUser, queryAs, type TestUser } from "../support/sql.ts";
 import { rejectsWith } from "./core_fixtures.ts";
 
 const db = await createTestDatabase();
@@ -40,24 +40,13 @@ async function stepsOf(dealId: string): Promise<Step[]> {
 /** A deal moved along `path` by the service connection. */
 async function dealIn(...path: string[]): Promise<TestDeal> {
   const deal = await createDeal(db.pool);
-  for (const to of path) {
-    await db.pool.query("select public.transition_deal($1, $2, 'test')", [deal.id, to]);
-  }
+  await moveDeal(db.pool, deal.id, ...path);
   return deal;
 }
 
 /** Runs `sql` as `user` through RLS and commits; returns the rows. */
-async function as<T extends pg.QueryResultRow>(
-  user: TestUser,
-  sql: string,
-  params: unknown[],
-): Promise<T[]> {
-  return await asRole(db.pool, { role: "authenticated", userId: user.id }, async (client) => {
-    const { rows } = await client.query<T>(sql, params);
-    await client.query("commit");
-    return rows;
-  });
-}
+const as = <T extends pg.QueryResultRow>(user: TestUser, sql: string, params: unknown[]) =>
+  queryAs<T>(db.pool, user, sql, params);
 
 /** Asserts `user` running `sql` fails with SQLSTATE `code` (and nothing is written). */
 async function refused(user: TestUser, code: string, sql: string, params: unknown[]) {

@@ -18,6 +18,7 @@ import {
   dealEvents,
   dealsSetup,
   dealState,
+  moveDeal,
   payableDeal,
   type TestDeal,
 } from "../support/deals.ts";
@@ -57,9 +58,7 @@ async function runAt(offsetMs = 0) {
 /** A new deal paid into escrow (by SQL: no processor needed for the handover). */
 async function fundedDeal(): Promise<TestDeal> {
   const deal = await createDeal(db.pool);
-  await db.pool.query("select public.transition_deal($1, 'funded', 'payment_succeeded')", [
-    deal.id,
-  ]);
+  await moveDeal(db.pool, deal.id, "funded");
   return deal;
 }
 

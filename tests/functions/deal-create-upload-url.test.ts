@@ -10,7 +10,7 @@ import { createClient } from "@supabase/supabase-js";
 import handler from "../../supabase/functions/deal-create-upload-url/handler.ts";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
 import { testCredentials } from "../support/credentials.ts";
-import { createDeal, type TestDeal } from "../support/deals.ts";
+import { createDeal, moveDeal, type TestDeal } from "../support/deals.ts";
 import { rpc } from "../support/handover.ts";
 import { invoke, testRuntime } from "../support/runtime.ts";
 import { createUser, type TestUser } from "../support/sql.ts";
@@ -169,9 +169,7 @@ sqlTest("deal-create-upload-url: refusals answer 4xx and write nothing", async (
 
   for (const path of [["cancelled"], ["funded", "refunded"]]) {
     const closed = await createDeal(db.pool);
-    for (const to of path) {
-      await db.pool.query("select public.transition_deal($1, $2, 'test')", [closed.id, to]);
-    }
+    await moveDeal(db.pool, closed.id, ...path);
     const res = await ask(closed.buyer, request(closed));
     assert.equal(res.status, 409, JSON.stringify(res.body));
     assert.equal(res.body.error?.code, "conflict");

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import handler from "../../supabase/functions/generate-apa-pdf/handler.ts";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
 import { testCredentials } from "../support/credentials.ts";
-import { createDeal, type TestDeal } from "../support/deals.ts";
+import { createDeal, moveDeal, type TestDeal } from "../support/deals.ts";
 import { rpc } from "../support/handover.ts";
 import { pdfText } from "../support/pdf_text.ts";
 import { invoke, testRuntime } from "../support/runtime.ts";
@@ -71,9 +71,7 @@ async function namedDeal(): Promise<TestDeal> {
     deal.buyer.id,
     "Bob Buyer",
   ]);
-  await db.pool.query("select public.transition_deal($1, 'funded', 'payment_succeeded')", [
-    deal.id,
-  ]);
+  await moveDeal(db.pool, deal.id, "funded");
   return deal;
 }
 

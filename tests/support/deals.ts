@@ -64,6 +64,13 @@ export async function createDeal(
   return { id: rows[0]!.id, buyer, seller, listingId: listing.id };
 }
 
+/** Moves deal `dealId` through `states` by `transition_deal` (the service connection), in order. */
+export async function moveDeal(pool: pg.Pool, dealId: string, ...states: string[]): Promise<void> {
+  for (const to of states) {
+    await pool.query("select public.transition_deal($1, $2, 'test')", [dealId, to]);
+  }
+}
+
 /**
  * The buyer pays `deal` as the frontend would: create-deal-payment, the
  * processor confirms the intent, and its `payment_intent.succeeded` webhook

@@ -7,7 +7,7 @@
  */
 import type pg from "pg";
 import type { TestDeal } from "./deals.ts";
-import { asRole, type TestUser } from "./sql.ts";
+import { queryAs, type TestUser } from "./sql.ts";
 
 /** A handover step as tests read it. */
 export interface TestStep {
@@ -29,18 +29,15 @@ export async function stepsOf(pool: pg.Pool, dealId: string): Promise<TestStep[]
   return rows;
 }
 
-/** `user` calls SQL function `fn` with `args` through RLS (committed). */
+/** `user` calls SQL function `fn` with `args` through RLS (committed), as `supabase.rpc` does. */
 export async function rpc(
   pool: pg.Pool,
   user: TestUser,
   fn: string,
   args: unknown[],
 ): Promise<void> {
-  const placeholders = args.map((_, i) => `$${i + 1}`).join(", ");
-  await asRole(pool, { role: "authenticated", userId: user.id }, async (client) => {
-    await client.query(`select public.${fn}(${placeholders})`, args);
-    await client.query("commit");
-  });
+  const params = args.map((_, i) => `$${i + 1}`).join(", ");
+  await queryAs(pool, user, `select public.${fn}(${params})`, args);
 }
 
 /** The seller delivers every pending step of `deal`. */

@@ -39,6 +39,23 @@ export async function asRole<T>(
   }
 }
 
+/**
+ * Runs `sql` as signed-in `user` through RLS and commits it, as a supabase-js
+ * call would; answers its rows.
+ */
+export async function queryAs<T extends pg.QueryResultRow = Record<string, unknown>>(
+  pool: pg.Pool,
+  user: { id: string },
+  sql: string,
+  params: unknown[] = [],
+): Promise<T[]> {
+  return await asRole(pool, { role: "authenticated", userId: user.id }, async (client) => {
+    const { rows } = await client.query<T>(sql, params);
+    await client.query("commit");
+    return rows;
+  });
+}
+
 /** A user created in `auth.users`. */
 export interface TestUser {
   id: string;

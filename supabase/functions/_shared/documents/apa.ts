@@ -49,18 +49,16 @@ export async function generateApa(
   const bucket = (await ctx.storage()).from(DEAL_DOCUMENTS_BUCKET);
 
   let recorded = await findVersion(ctx.db, deal.id, sha256);
+  let created = false;
   if (!recorded) {
     const { error } = await bucket.upload(path, pdf, {
       contentType: "application/pdf",
       upsert: true,
     });
     if (error) throw storageError("store the agreement", error);
-  }
-  let created = false;
-  if (!recorded) {
-    const result = await ctx.db.tx((sql) => recordVersion(sql, deal.id, callerId, sha256, pdf));
-    recorded = result.version;
-    created = result.created;
+    ({ version: recorded, created } = await ctx.db.tx((sql) =>
+      recordVersion(sql, deal.id, callerId, sha256, pdf)
+    ));
   }
   const { data, error } = await bucket.createSignedUrl(path, APA_URL_SECONDS);
   if (error || !data) {
