@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import handler from "../../supabase/functions/generate-apa-pdf/handler.ts";
+import { sha256Hex } from "../../supabase/functions/_shared/hex.ts";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
 import { testCredentials } from "../support/credentials.ts";
 import { createDeal, moveDeal, type TestDeal } from "../support/deals.ts";
@@ -44,11 +45,6 @@ async function fetchPdf(signedUrl: string): Promise<Uint8Array> {
   assert.equal(res.status, 200);
   assert.equal(res.headers.get("content-type"), "application/pdf");
   return new Uint8Array(await res.arrayBuffer());
-}
-
-async function sha256(bytes: Uint8Array): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes.slice()));
-  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 async function apaVersions(dealId: string) {
@@ -93,7 +89,7 @@ sqlTest(
     assert.equal(res.body.path, `${deal.id}/apa/${res.body.sha256}.pdf`);
 
     const pdf = await fetchPdf(res.body.signedUrl);
-    assert.equal(await sha256(pdf), res.body.sha256);
+    assert.equal(await sha256Hex(pdf), res.body.sha256);
     const { text } = await pdfText(pdf);
     for (
       const expected of [

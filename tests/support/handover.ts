@@ -6,6 +6,7 @@
  * @module
  */
 import type pg from "pg";
+import { randomHex } from "../../supabase/functions/_shared/hex.ts";
 import type { TestDeal } from "./deals.ts";
 import { queryAs, type TestUser } from "./sql.ts";
 
@@ -61,10 +62,7 @@ export async function confirmDelivered(
 
 /** Records an agreement for `dealId` the way generate-apa-pdf does (no PDF is stored). */
 export async function recordApa(pool: pg.Pool, dealId: string): Promise<void> {
-  const sha256 = Array.from(
-    crypto.getRandomValues(new Uint8Array(32)),
-    (b) => b.toString(16).padStart(2, "0"),
-  ).join("");
+  const sha256 = randomHex(32);
   await pool.query(
     `insert into public.deal_documents
        (deal_id, kind, path, file_name, content_type, size_bytes, status, sha256, version,

@@ -17,6 +17,7 @@ import { findUser } from "../_shared/billing/users.ts";
 import type { Context } from "../_shared/context.ts";
 import { conflict, HttpError, invalidInput } from "../_shared/errors.ts";
 import { defineFunction } from "../_shared/function.ts";
+import { sha256Hex } from "../_shared/hex.ts";
 import { ourPlans } from "../_shared/plan_prices.ts";
 
 /** Statuses of a paid subscription a new checkout would duplicate (incomplete may retry). */
@@ -114,13 +115,6 @@ async function refuseIfPayingAtProcessor(ctx: Context, userId: string, customer:
 /** Same user, price and redirects within a minute → the same session. */
 async function checkoutKey(userId: string, priceId: string, success: string, cancel: string) {
   const bucket = Math.floor(Date.now() / SESSION_REUSE_MS);
-  const digest = await crypto.subtle.digest(
-    "SHA-256",
-    new TextEncoder().encode(`${priceId}\n${success}\n${cancel}`),
-  );
-  const hash = Array.from(
-    new Uint8Array(digest).slice(0, 12),
-    (b) => b.toString(16).padStart(2, "0"),
-  ).join("");
+  const hash = (await sha256Hex(`${priceId}\n${success}\n${cancel}`)).slice(0, 24);
   return `checkout:${userId}:${hash}:${bucket}`;
 }

@@ -9,15 +9,12 @@
  */
 import { adminMessageEmail } from "../_shared/email/templates/messages.ts";
 import { defineFunction } from "../_shared/function.ts";
+import { sha256Hex } from "../_shared/hex.ts";
 import { queueNotice, withDelivery } from "../_shared/notifications/notify.ts";
 
 async function messageKey(senderId: string, subject: string, message: string): Promise<string> {
   const day = new Date().toISOString().slice(0, 10);
-  const digest = await crypto.subtle.digest(
-    "SHA-256",
-    new TextEncoder().encode(JSON.stringify([senderId, subject, message])),
-  );
-  const hex = Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+  const hex = await sha256Hex(JSON.stringify([senderId, subject, message]));
   return `admin_message:${day}:${hex.slice(0, 32)}`;
 }
 

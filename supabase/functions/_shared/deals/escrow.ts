@@ -14,6 +14,7 @@
 import type Stripe from "stripe";
 import type { Context } from "../context.ts";
 import { conflict, forbidden, HttpError, notFound } from "../errors.ts";
+import { sha256Hex } from "../hex.ts";
 import { isRefusal, orNullIfMissing } from "../billing/processor.ts";
 import { processorCurrency, toMinorUnits } from "../money.ts";
 import { type DealRow, findDeal, transferGroupOf } from "./deal_rows.ts";
@@ -242,9 +243,7 @@ export async function ensureCheckoutSession(
 }
 
 async function digest(text: string): Promise<string> {
-  const bytes = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return Array.from(new Uint8Array(bytes).slice(0, 12), (b) => b.toString(16).padStart(2, "0"))
-    .join("");
+  return (await sha256Hex(text)).slice(0, 24);
 }
 
 /**

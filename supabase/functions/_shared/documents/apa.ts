@@ -23,6 +23,7 @@ import {
 import type { Context } from "../context.ts";
 import type { Sql } from "../db.ts";
 import type { DealRow } from "../deals/deal_rows.ts";
+import { sha256Hex } from "../hex.ts";
 import { storageError } from "../storage.ts";
 import type { ApaContent } from "./apa_content.ts";
 import { renderApaPdf } from "./apa_pdf.ts";
@@ -44,7 +45,7 @@ export async function generateApa(
   const deal = await dealTakingDocuments(ctx.db, dealId, "generate the agreement");
   const content = await apaContentOf(ctx.db, deal, ctx.env.values.HANDOVER_INSPECTION_DAYS);
   const pdf = await renderApaPdf(content);
-  const sha256 = await hexSha256(pdf);
+  const sha256 = await sha256Hex(pdf);
   const path = apaPath(deal.id, sha256);
   const bucket = (await ctx.storage()).from(DEAL_DOCUMENTS_BUCKET);
 
@@ -168,10 +169,4 @@ async function recordVersion(
     [dealId, callerId, apaPath(dealId, sha256), pdf.byteLength, sha256],
   );
   return { version, created: true };
-}
-
-/** Lower-case hex SHA-256 of `bytes`. */
-async function hexSha256(bytes: Uint8Array): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes.slice()));
-  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
 }

@@ -7,6 +7,7 @@
  */
 import type { DocumentKind } from "../../../../shared/document_schemas.ts";
 import type { Sql } from "../db.ts";
+import { randomHex } from "../hex.ts";
 
 /** A `public.deal_documents` row. */
 export interface DocumentRow {
@@ -45,9 +46,7 @@ export async function documentCount(sql: Sql, dealId: string): Promise<number> {
 
 /** The object name of an upload: `<dealId>/<kind>/<16 random hex>-<safe name>`. */
 export function uploadPath(dealId: string, kind: DocumentKind, safeName: string): string {
-  const random = crypto.getRandomValues(new Uint8Array(8));
-  const prefix = Array.from(random, (b) => b.toString(16).padStart(2, "0")).join("");
-  return `${dealId}/${kind}/${prefix}-${safeName}`;
+  return `${dealId}/${kind}/${randomHex(8)}-${safeName}`;
 }
 
 /** The object name of an agreement: content-addressed, `<dealId>/apa/<sha256>.pdf`. */

@@ -45,6 +45,7 @@ import {
   type Notice,
   type NoticeOutcome,
   queueNotice,
+  wasNotified,
   withDelivery,
 } from "../notifications/notify.ts";
 import {
@@ -226,7 +227,7 @@ async function remindLateParties(
   for (const outcome of await withDelivery(ctx, written)) countNoticeOutcome(tally, outcome);
 }
 
-/** Reminds `party` unless today's reminder was written; null when it was. */
+/** Reminds `party` unless this day of lateness's reminder was written; null when it was. */
 async function remind(
   ctx: Context,
   sql: Sql,
@@ -236,11 +237,7 @@ async function remind(
 ): Promise<NoticeOutcome | null> {
   const day = Math.floor((now.getTime() - party.since.getTime()) / REMINDER_AFTER_MS);
   const key = `handover-reminder:${party.dealId}:${party.role}:${day}`;
-  const exists = await sql.maybeOne(
-    "select 1 from public.notifications where user_id = $1 and dedupe_key = $2",
-    [party.userId, key],
-  );
-  if (exists) return null;
+  if (await wasNotified(sql, party.userId, key)) return null;
   const content = party.role === "seller"
     ? sellerReminderNotice({
       id: party.dealId,
