@@ -1,5 +1,5 @@
 /**
- * Benchmark: the cold start of every built function — a fresh Deno process
+ * Benchmark: the cold start of every function — a fresh Deno process
  * that imports the function's `handler.ts`, serves it and answers one POST
  * carrying the anon key — against the same process serving a bare handler
  * (`Deno.serve` answering fixed JSON). Reports the median wall time of each
@@ -11,12 +11,12 @@
  *
  * Target: `security-headers` within 3x of the bare module. Env:
  * `BENCH_RUNS` (per function, default 7), `BENCH_FUNCTIONS` (comma-separated
- * names; default every built function).
+ * names; default every function).
  *
  * @module
  */
 import { fileURLToPath } from "node:url";
-import { BUILT_FUNCTION_NAMES } from "../shared/functions.ts";
+import { FUNCTION_NAMES } from "../shared/functions.ts";
 import { LOCAL_JWT_SECRET, signProjectKey } from "../local/keys.ts";
 
 const RUNS = Number(Deno.env.get("BENCH_RUNS") ?? "7");
@@ -48,7 +48,7 @@ async function once(target: string): Promise<{ ms: number; status: number }> {
 }
 
 const only = Deno.env.get("BENCH_FUNCTIONS")?.split(",").map((s) => s.trim());
-const names = BUILT_FUNCTION_NAMES.filter((name) => !only || only.includes(name));
+const names = FUNCTION_NAMES.filter((name) => !only || only.includes(name));
 const targets = ["bare", ...names.map((name) => `supabase/functions/${name}/handler.ts`)];
 const runs = new Map(
   targets.map((target) => [target, [] as Array<{ ms: number; status: number }>]),

@@ -1,16 +1,17 @@
 /**
  * The catalog of every server function (interface §1 and §5): its name, who
- * may call it, the group it belongs to, whether it is built yet, and the zod
- * schemas of its request and answer. It is the one source of these facts:
- * the server's function factory takes a function's access rule and input
- * schema from here (a handler only names itself), tests check each built
- * function's answers against its `output`, and the frontend's typed
- * `invoke` reads both schemas.
+ * may call it, the group it belongs to, and the zod schemas of its request
+ * and answer. It is the one source of these facts: the server's function
+ * factory takes a function's access rule and input schema from here (a
+ * handler only names itself), tests check every function's answers against
+ * its `output`, and the frontend's typed `invoke` reads both schemas. Each
+ * entry has its folder under `supabase/functions/` (a test checks it).
  *
  * @module
  */
 import type { z } from "zod";
 import type { Access } from "./access.ts";
+import { AnalyzeProjectInput, AnalyzeProjectOutput } from "./analysis_schemas.ts";
 import {
   AutoFixSubscriptionDatesInput,
   FixSubscriptionDatesInput,
@@ -62,7 +63,6 @@ import {
   SendResubmissionNotificationInput,
 } from "./notification_schemas.ts";
 import {
-  AnalyzeProjectInput,
   CheckSubscriptionOutput,
   ConnectLinkOutput,
   CreateCheckoutInput,
@@ -76,6 +76,7 @@ import {
   RefreshKycStatusOutput,
   SecurityHeadersOutput,
   TestEnvOutput,
+  TestPayprocOutput,
 } from "./schemas.ts";
 
 /** Function groups of the interface. */
@@ -98,12 +99,10 @@ export interface FunctionEntry {
   group: FunctionGroup;
   /** One line on what it does. */
   summary: string;
-  /** Whether the server has it yet (a folder under `supabase/functions/`). */
-  built: boolean;
   /** Schema of the JSON body; absent: the function takes no body (`{}` or nothing). */
   input?: z.ZodType;
-  /** Schema of the JSON answer; absent: not a documented shape yet. */
-  output?: z.ZodType;
+  /** Schema of the JSON answer. */
+  output: z.ZodType;
 }
 
 /** Every function, by name. */
@@ -112,42 +111,36 @@ export const FUNCTIONS = {
     access: "webhook",
     group: "billing",
     summary: "Payment processor webhook entry point",
-    built: true,
     output: PayprocWebhookOutput,
   },
   "payproc-sync": {
     access: "scheduled",
     group: "billing",
     summary: "Syncs subscriptions with the payment processor",
-    built: true,
     output: JobAnswer,
   },
   "sync-invoices": {
     access: "scheduled",
     group: "billing",
     summary: "Synchronizes invoices",
-    built: true,
     output: JobAnswer,
   },
   "daily-subscription-sync": {
     access: "scheduled",
     group: "billing",
     summary: "Periodic subscription sync",
-    built: true,
     output: JobAnswer,
   },
   "check-subscription": {
     access: "user",
     group: "billing",
     summary: "Verifies and syncs the caller's subscription",
-    built: true,
     output: CheckSubscriptionOutput,
   },
   "fix-subscription-dates": {
     access: "admin",
     group: "billing",
     summary: "Corrects one user's subscription dates",
-    built: true,
     input: FixSubscriptionDatesInput,
     output: FixSubscriptionDatesOutput,
   },
@@ -155,7 +148,6 @@ export const FUNCTIONS = {
     access: "scheduled",
     group: "billing",
     summary: "Corrects subscription dates of all rows",
-    built: true,
     input: AutoFixSubscriptionDatesInput,
     output: JobAnswer,
   },
@@ -163,7 +155,6 @@ export const FUNCTIONS = {
     access: "admin",
     group: "billing",
     summary: "Repairs a user's link to their subscription",
-    built: true,
     input: FixUserSubscriptionInput,
     output: FixUserSubscriptionOutput,
   },
@@ -171,7 +162,6 @@ export const FUNCTIONS = {
     access: "admin",
     group: "billing",
     summary: "Grants the Starter plan to a cohort",
-    built: true,
     input: SetStarterSubscriptionsInput,
     output: SetStarterSubscriptionsOutput,
   },
@@ -179,7 +169,6 @@ export const FUNCTIONS = {
     access: "public",
     group: "billing",
     summary: "Maps a plan-interval key to a price id",
-    built: true,
     input: GetPriceIdInput,
     output: GetPriceIdOutput,
   },
@@ -187,7 +176,6 @@ export const FUNCTIONS = {
     access: "user",
     group: "checkout",
     summary: "Creates a subscription checkout",
-    built: true,
     input: CreateCheckoutInput,
     output: CreateCheckoutOutput,
   },
@@ -195,14 +183,12 @@ export const FUNCTIONS = {
     access: "user",
     group: "checkout",
     summary: "Creates a billing portal session",
-    built: true,
     output: CustomerPortalOutput,
   },
   "create-deal-checkout": {
     access: "deal-participant",
     group: "deals",
     summary: "Creates a hosted checkout (payment mode) for a deal's escrow payment",
-    built: true,
     input: CreateDealCheckoutInput,
     output: CreateDealCheckoutOutput,
   },
@@ -210,7 +196,6 @@ export const FUNCTIONS = {
     access: "deal-participant",
     group: "deals",
     summary: "Creates the escrow payment of a deal",
-    built: true,
     input: CreateDealPaymentInput,
     output: CreateDealPaymentOutput,
   },
@@ -218,7 +203,6 @@ export const FUNCTIONS = {
     access: "admin",
     group: "deals",
     summary: "Refunds a deal's payment (reversing a released payout when asked)",
-    built: true,
     input: RefundDealPaymentInput,
     output: DealSettlementOutput,
   },
@@ -226,7 +210,6 @@ export const FUNCTIONS = {
     access: "admin",
     group: "deals",
     summary: "Releases a deal's payout (amount minus commission) to the seller",
-    built: true,
     input: ReleaseDealPayoutInput,
     output: DealSettlementOutput,
   },
@@ -234,7 +217,6 @@ export const FUNCTIONS = {
     access: "deal-participant",
     group: "deals",
     summary: "Returns a deal's payment status, reconciled with the processor",
-    built: true,
     input: DealIdInput,
     output: PaymentStatusOutput,
   },
@@ -242,7 +224,6 @@ export const FUNCTIONS = {
     access: "system",
     group: "notifications",
     summary: "Sends a transactional e-mail through the logged sender",
-    built: true,
     input: SendEmailInput,
     output: SendEmailOutput,
   },
@@ -250,7 +231,6 @@ export const FUNCTIONS = {
     access: "system",
     group: "notifications",
     summary: "Writes an in-app notice and, when asked and allowed, e-mails it",
-    built: true,
     input: SendNotificationInput,
     output: SendNotificationOutput,
   },
@@ -258,14 +238,12 @@ export const FUNCTIONS = {
     access: "scheduled",
     group: "notifications",
     summary: "Digest of listings awaiting review, to admins",
-    built: true,
     output: AdminDigestOutput,
   },
   "send-admin-message": {
     access: "admin",
     group: "notifications",
     summary: "E-mails and notifies chosen users from an admin",
-    built: true,
     input: SendAdminMessageInput,
     output: SendAdminMessageOutput,
   },
@@ -273,7 +251,6 @@ export const FUNCTIONS = {
     access: "system",
     group: "notifications",
     summary: "Sends an auth e-mail (signup, invite, ...) on demand",
-    built: true,
     input: SendAuthEmailInput,
     output: SendAuthEmailOutput,
   },
@@ -281,7 +258,6 @@ export const FUNCTIONS = {
     access: "system",
     group: "notifications",
     summary: "Sends the payment e-mails of a deal",
-    built: true,
     input: SendPaymentEmailInput,
     output: NoticesOutput,
   },
@@ -289,14 +265,12 @@ export const FUNCTIONS = {
     access: "scheduled",
     group: "notifications",
     summary: "Digest of new contact messages, to admins",
-    built: true,
     output: AdminDigestOutput,
   },
   "send-listing-approval-notification": {
     access: "admin",
     group: "notifications",
     summary: "Tells a seller their listing is live",
-    built: true,
     input: ListingIdInput,
     output: NoticesOutput,
   },
@@ -304,14 +278,12 @@ export const FUNCTIONS = {
     access: "scheduled",
     group: "notifications",
     summary: "Daily digest of new listings to users who opted in",
-    built: true,
     output: JobAnswer,
   },
   "send-new-user-notification": {
     access: "system",
     group: "notifications",
     summary: "Welcomes a new user and tells the admins",
-    built: true,
     input: SendNewUserNotificationInput,
     output: SendNewUserNotificationOutput,
   },
@@ -319,14 +291,12 @@ export const FUNCTIONS = {
     access: "scheduled",
     group: "notifications",
     summary: "Tells sellers once when a sponsored placement starts and when it ends within 24 h",
-    built: true,
     output: JobAnswer,
   },
   "send-resubmission-notification": {
     access: "admin",
     group: "notifications",
     summary: "Asks a seller to resubmit a listing, with the reason",
-    built: true,
     input: SendResubmissionNotificationInput,
     output: NoticesOutput,
   },
@@ -334,14 +304,12 @@ export const FUNCTIONS = {
     access: "webhook",
     group: "notifications",
     summary: "Supabase Auth Send Email Hook",
-    built: true,
     output: AuthEmailWebhookOutput,
   },
   "run-daily-tasks": {
     access: "scheduled",
     group: "schedulers",
     summary: "Runs the daily sub-jobs",
-    built: true,
     input: RunDailyTasksInput,
     output: RunDailyTasksOutput,
   },
@@ -349,14 +317,12 @@ export const FUNCTIONS = {
     access: "scheduled",
     group: "schedulers",
     summary: "Scans price alerts",
-    built: true,
     output: JobAnswer,
   },
   "update-views-count": {
     access: "scheduled",
     group: "schedulers",
     summary: "Increments listing view counters",
-    built: true,
     output: JobAnswer,
   },
   "cleanup-duplicates": {
@@ -364,7 +330,6 @@ export const FUNCTIONS = {
     group: "schedulers",
     summary:
       "Finds duplicate listings and price alerts; archives or deactivates all but the oldest",
-    built: true,
     input: CleanupDuplicatesInput,
     output: CleanupDuplicatesOutput,
   },
@@ -372,7 +337,6 @@ export const FUNCTIONS = {
     access: "admin",
     group: "schedulers",
     summary: "Activates scheduled sponsored listings",
-    built: true,
     output: JobAnswer,
   },
   "connect-onboarding-link": {
@@ -380,28 +344,24 @@ export const FUNCTIONS = {
     access: "user",
     group: "onboarding",
     summary: "Payout account onboarding link",
-    built: true,
     output: ConnectLinkOutput,
   },
   "connect-dashboard-link": {
     access: "seller",
     group: "onboarding",
     summary: "Payout account dashboard link",
-    built: true,
     output: ConnectLinkOutput,
   },
   "refresh-kyc-status": {
     access: "seller",
     group: "onboarding",
     summary: "Refreshes the payout account's KYC status",
-    built: true,
     output: RefreshKycStatusOutput,
   },
   "deal-create-upload-url": {
     access: "deal-participant",
     group: "documents",
     summary: "Signed upload URL for a deal document",
-    built: true,
     input: CreateUploadUrlInput,
     output: CreateUploadUrlOutput,
   },
@@ -409,7 +369,6 @@ export const FUNCTIONS = {
     access: "deal-participant",
     group: "documents",
     summary: "Generates the asset purchase agreement PDF",
-    built: true,
     input: DealIdInput,
     output: GenerateApaOutput,
   },
@@ -417,35 +376,31 @@ export const FUNCTIONS = {
     access: "scheduled",
     group: "documents",
     summary: "Automates asset handover steps",
-    built: true,
     output: JobAnswer,
   },
   "analyze-project": {
     access: "user",
     group: "ai",
     summary: "AI analysis of a project from its URL",
-    built: false,
     input: AnalyzeProjectInput,
+    output: AnalyzeProjectOutput,
   },
   "security-headers": {
     access: "public",
     group: "utilities",
     summary: "The security header set",
-    built: true,
     output: SecurityHeadersOutput,
   },
   "test-env": {
     access: "admin",
     group: "utilities",
     summary: "Reports which configuration is set",
-    built: true,
     output: TestEnvOutput,
   },
   "test-sponsored-activation": {
     access: "admin",
     group: "utilities",
     summary: "Dry run of process-sponsored-activations at a given time",
-    built: true,
     input: TestSponsoredActivationInput,
     output: TestSponsoredActivationOutput,
   },
@@ -453,7 +408,7 @@ export const FUNCTIONS = {
     access: "admin",
     group: "utilities",
     summary: "Tests the payment processor connection",
-    built: false,
+    output: TestPayprocOutput,
   },
 } as const satisfies Record<string, FunctionEntry>;
 
@@ -474,11 +429,5 @@ export type FunctionInput<N extends FunctionName> = FunctionEntryOf<N> extends
 export type FunctionRequest<N extends FunctionName> = FunctionEntryOf<N> extends
   { input: infer S extends z.ZodType } ? z.input<S> : undefined;
 
-/** The answer of function `N` (unknown while its shape is not documented). */
-export type FunctionOutput<N extends FunctionName> = FunctionEntryOf<N> extends
-  { output: infer S extends z.ZodType } ? z.output<S> : unknown;
-
-/** Names of the functions the server has. */
-export const BUILT_FUNCTION_NAMES: readonly FunctionName[] = FUNCTION_NAMES.filter((name) =>
-  FUNCTIONS[name].built
-);
+/** The answer of function `N`. */
+export type FunctionOutput<N extends FunctionName> = z.output<FunctionEntryOf<N>["output"]>;

@@ -31,7 +31,7 @@ export interface FunctionsInvoker {
 /** The request body of function `N`: its catalog schema's input; undefined when it takes none. */
 export type InvokeInput<N extends FunctionName> = FunctionRequest<N>;
 
-/** The answer of function `N`: its catalog schema's output, or `unknown` for undocumented ones. */
+/** The answer of function `N`: its catalog schema's output. */
 export type InvokeOutput<N extends FunctionName> = FunctionOutput<N>;
 
 /** Why an invocation failed. */
@@ -75,8 +75,7 @@ export async function invoke<N extends FunctionName>(
   }
   if (result.error) return { data: null, error: await invokeError(result.error) };
 
-  const output: z.ZodType | undefined = (FUNCTIONS[name] as { output?: z.ZodType }).output;
-  if (!output) return { data: result.data as InvokeOutput<N>, error: null };
+  const output: z.ZodType = FUNCTIONS[name].output;
   const parsed = output.safeParse(result.data);
   if (!parsed.success) {
     return {

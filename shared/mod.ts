@@ -6,6 +6,7 @@
  * @module
  */
 export * from "./access.ts";
+export * from "./analysis_schemas.ts";
 export * from "./billing_schemas.ts";
 export * from "./blur.ts";
 export * from "./deal_schemas.ts";

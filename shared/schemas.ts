@@ -64,11 +64,6 @@ export const CheckSubscriptionOutput = z.object({
   subscription_end: z.string().nullable(),
 });
 
-/** `analyze-project` request. */
-export const AnalyzeProjectInput = z.object({
-  url: z.url({ protocol: /^https?$/ }).max(2048),
-});
-
 /** `security-headers` response: the security header set the frontend host should serve. */
 export const SecurityHeadersOutput = z.object({ headers: z.record(z.string(), z.string()) });
 
@@ -81,4 +76,42 @@ export const TestEnvOutput = z.object({
     error: z.string().optional(),
   }),
   runtime: z.object({ deno: z.string() }),
+});
+
+/** One plan price as `test-payproc` found it at the processor (by lookup key). */
+export const PayprocPriceCheck = z.object({
+  /** The plan-interval lookup key, e.g. `starter_monthly`. */
+  key: z.string(),
+  /** The price carrying that lookup key; null when none does. */
+  priceId: z.string().nullable(),
+  found: z.boolean(),
+  active: z.boolean(),
+});
+
+/**
+ * `test-payproc` response: whether the processor answers our key, and how it
+ * is set up. Never a secret value; `ok: false` with `reason` when it cannot be
+ * reached or refuses the key (a diagnostic answers 200 either way).
+ */
+export const TestPayprocOutput = z.object({
+  ok: z.boolean(),
+  /** Why `ok` is false (missing key, refused key, unreachable, ...). */
+  reason: z.string().optional(),
+  /** From the key's prefix; null without a key or with an unknown prefix. */
+  mode: z.enum(["test", "live"]).nullable(),
+  /** The platform account; null when it could not be read. */
+  account: z.object({ id: z.string(), country: z.string().nullable() }).nullable(),
+  webhookSecretSet: z.boolean(),
+  connectWebhookSecretSet: z.boolean(),
+  /**
+   * Connect: true once a connected account exists, false when the processor
+   * refuses Connect calls, null when it cannot tell (unreachable, refused key,
+   * or no connected account yet — the processor lists none for a platform
+   * without Connect either, and proving it off would take a write).
+   */
+  connectEnabled: z.boolean().nullable(),
+  /** Each plan-interval key of `shared/plans.ts`, in that order. */
+  prices: z.array(PayprocPriceCheck),
+  /** Time spent talking to the processor. */
+  latencyMs: z.number().min(0),
 });

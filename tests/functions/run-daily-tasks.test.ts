@@ -29,6 +29,7 @@ const ORDER = [
   "update-views-count",
   "email-retry",
   "offer-expiry",
+  "housekeeping",
 ];
 
 async function count(sql: string, params: unknown[] = []): Promise<number> {
@@ -36,13 +37,16 @@ async function count(sql: string, params: unknown[] = []): Promise<number> {
   return rows[0]!.n;
 }
 
-/** One piece of work for every sub-job: a placement due, a view, a due e-mail, a lapsed offer. */
+/** One piece of work for every sub-job: a placement due, a view, a due e-mail, a lapsed offer,
+ * a lapsed analysis cache entry and an old rate-limit window. */
 async function dueWork(): Promise<{
   seller: TestUser;
   listingId: string;
   placementId: string;
   emailId: string;
   offerId: string;
+  lapsedUrl: string;
+  rateKey: string;
 }> {
   const seller = await createUser(db.pool);
   const buyer = await createUser(db.pool);
@@ -80,7 +84,27 @@ async function dueWork(): Promise<{
     "update public.offers set expires_at = now() - interval '1 minute' where id = $1",
     [offerId],
   );
-  return { seller, listingId: listing.id, placementId: placement!.id, emailId: email!.id, offerId };
+  const lapsedUrl = `https://lapsed.example/${crypto.randomUUID()}`;
+  await db.pool.query(
+    `insert into public.project_analysis_cache (url, analysis, model, fetched_at, expires_at)
+     values ($1, '{}', 'model', now() - interval '25 hours', now() - interval '1 hour')`,
+    [lapsedUrl],
+  );
+  const rateKey = `daily-test:${crypto.randomUUID()}`;
+  await db.pool.query(
+    `insert into public.rate_limits (key, window_started_at, window_seconds, hits)
+     values ($1, now() - interval '3 days', 60, 1)`,
+    [rateKey],
+  );
+  return {
+    seller,
+    listingId: listing.id,
+    placementId: placement!.id,
+    emailId: email!.id,
+    offerId,
+    lapsedUrl,
+    rateKey,
+  };
 }
 
 sqlTest(
@@ -140,6 +164,16 @@ sqlTest(
     assert.ok(
       double.sentTo(work.seller.email).length >= 1,
       "the seller heard the placement started",
+    );
+    assert.equal(
+      await count("select count(*) from public.project_analysis_cache where url = $1", [
+        work.lapsedUrl,
+      ]),
+      0,
+    );
+    assert.equal(
+      await count("select count(*) from public.rate_limits where key = $1", [work.rateKey]),
+      0,
     );
 
     // The same slot again today: skipped, naming the run and its results; nothing ran.
@@ -285,6 +319,7 @@ sqlTest(
         ["update-views-count", "succeeded"],
         ["email-retry", "succeeded"],
         ["offer-expiry", "failed"],
+        ["housekeeping", "succeeded"],
       ]);
       const failed = answer.body.results[4]!;
       assert.ok(failed.error?.code);

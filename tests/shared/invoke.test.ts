@@ -74,10 +74,26 @@ Deno.test("invoke() reports errors without an error body, relay errors and netwo
   assert.equal(error?.status, null);
 });
 
-Deno.test("invoke() passes undocumented answers through", async () => {
-  const { client } = clientAnswering(() => json({ anything: 1 }));
-  // test-payproc has no output schema yet (issue 12 adds one: pick another then).
-  const { data, error } = await invoke(client, "test-payproc");
+Deno.test("invoke() validates a test-payproc answer against TestPayprocOutput", async () => {
+  const answer = {
+    ok: false,
+    reason: "no price has lookup key pro_yearly",
+    mode: "test",
+    account: { id: "acct_123", country: "US" },
+    webhookSecretSet: true,
+    connectWebhookSecretSet: false,
+    connectEnabled: null,
+    prices: [{ key: "pro_yearly", priceId: null, found: false, active: false }],
+    latencyMs: 12,
+  };
+  const valid = clientAnswering(() => json(answer));
+  const { data, error } = await invoke(valid.client, "test-payproc");
   assert.equal(error, null);
-  assert.deepEqual(data, { anything: 1 });
+  assert.deepEqual(data, answer);
+
+  const invalid = clientAnswering(() => json({ ...answer, mode: "sandbox" }));
+  const broken = await invoke(invalid.client, "test-payproc");
+  assert.equal(broken.data, null);
+  assert.equal(broken.error?.code, "invalid_response");
+  assert.equal(broken.error?.status, 200);
 });

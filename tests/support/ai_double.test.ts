@@ -118,3 +118,33 @@ Deno.test("ai: missing key and invalid bodies answer the API's errors", async ()
       error instanceof Anthropic.BadRequestError && /max_tokens/.test(error.message),
   );
 });
+
+Deno.test("ai: a tool reply calls the forced tool with the given input; no tools is a 400", async () => {
+  await using double = new AiDouble();
+  double.respondWith({ toolInput: { verdict: "ok" } });
+  const ai = aiClient(double);
+  const tools: Anthropic.Tool[] = [
+    { name: "first", input_schema: { type: "object" } },
+    { name: "record", input_schema: { type: "object" } },
+  ];
+
+  const message = await ai.messages.create({
+    model: MODEL,
+    max_tokens: 64,
+    tools,
+    tool_choice: { type: "tool", name: "record" },
+    messages: [{ role: "user", content: "judge" }],
+  });
+  assert.equal(message.stop_reason, "tool_use");
+  const [call, ...rest] = message.content;
+  assert.equal(rest.length, 0);
+  assert.equal(call?.type, "tool_use");
+  assert.equal((call as Anthropic.ToolUseBlock).name, "record");
+  assert.deepEqual((call as Anthropic.ToolUseBlock).input, { verdict: "ok" });
+  assert.match((call as Anthropic.ToolUseBlock).id, /^toolu_/);
+
+  await assert.rejects(
+    ai.messages.create({ model: MODEL, max_tokens: 8, messages: [{ role: "user", content: "x" }] }),
+    (error: unknown) => error instanceof Anthropic.BadRequestError,
+  );
+});

@@ -20,14 +20,21 @@ import { HttpDouble, jsonResponse, type RecordedRequest } from "./http_double.ts
 /** A Messages API request as the double received it. */
 export type AiMessageRequest = Anthropic.MessageCreateParams;
 
-/** A responder's detailed answer. */
+/** A responder's detailed answer: text, or a call of one of the request's tools. */
 export interface AiReply {
-  text: string;
-  /** Default `end_turn`. */
+  /** Text of the answer (default none when `toolInput` is set). */
+  text?: string;
+  /**
+   * Answers with a `tool_use` block carrying this input, for the tool the
+   * request forces (`tool_choice: { type: "tool" }`) or else its first tool;
+   * the stop reason is then `tool_use`. A request without tools is refused.
+   */
+  toolInput?: unknown;
+  /** Default `end_turn` (`tool_use` with `toolInput`). */
   stopReason?: Anthropic.StopReason;
   /** Default: estimated from the request's text (≈ 4 characters a token). */
   inputTokens?: number;
-  /** Default: estimated from `text`. */
+  /** Default: estimated from `text` and `toolInput`. */
   outputTokens?: number;
 }
 
@@ -246,16 +253,23 @@ export class AiDouble extends HttpDouble {
       (() => DEFAULT_REPLY);
     const answer = await responder(request);
     const reply: AiReply = typeof answer === "string" ? { text: answer } : answer;
+    const content: Anthropic.ContentBlock[] = [];
+    if (reply.text !== undefined || reply.toolInput === undefined) {
+      content.push({ type: "text", text: reply.text ?? "", citations: null });
+    }
+    if (reply.toolInput !== undefined) content.push(toolUse(request, reply.toolInput));
+    const answered = (reply.text ?? "") +
+      (reply.toolInput === undefined ? "" : JSON.stringify(reply.toolInput));
     return {
       id: `msg_${crypto.randomUUID().replaceAll("-", "").slice(0, 24)}`,
       type: "message",
       role: "assistant",
       model: request.model,
-      content: [{ type: "text", text: reply.text, citations: null }],
+      content,
       container: null,
       diagnostics: null,
       stop_details: null,
-      stop_reason: reply.stopReason ?? "end_turn",
+      stop_reason: reply.stopReason ?? (reply.toolInput === undefined ? "end_turn" : "tool_use"),
       stop_sequence: null,
       usage: {
         cache_creation: null,
@@ -263,7 +277,7 @@ export class AiDouble extends HttpDouble {
         cache_read_input_tokens: 0,
         inference_geo: null,
         input_tokens: reply.inputTokens ?? estimateTokens(requestText(request)),
-        output_tokens: reply.outputTokens ?? estimateTokens(reply.text),
+        output_tokens: reply.outputTokens ?? estimateTokens(answered),
         output_tokens_details: null,
         server_tool_use: null,
         service_tier: "standard",
@@ -271,6 +285,27 @@ export class AiDouble extends HttpDouble {
       },
     };
   }
+}
+
+/** A `tool_use` block for the tool `request` forces, else its first tool. */
+function toolUse(request: AiMessageRequest, input: unknown): Anthropic.ToolUseBlock {
+  const forced = request.tool_choice?.type === "tool" ? request.tool_choice.name : undefined;
+  const names = (request.tools ?? []).flatMap((tool) => "name" in tool ? [tool.name] : []);
+  const name = forced ?? names[0];
+  if (name === undefined || !names.includes(name)) {
+    throw new AiApiError(
+      400,
+      "invalid_request_error",
+      forced ? `tool_choice: no tool named ${forced}` : "tools: the reply calls a tool, none given",
+    );
+  }
+  return {
+    type: "tool_use",
+    id: `toolu_${crypto.randomUUID().replaceAll("-", "").slice(0, 24)}`,
+    name,
+    input,
+    caller: { type: "direct" },
+  };
 }
 
 /** The message as the API's server-sent event sequence (`message_start` … `message_stop`). */

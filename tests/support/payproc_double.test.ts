@@ -847,3 +847,53 @@ Deno.test("checkout: payment mode with price_data yields a paid session and a su
   assert.deepEqual(retrieved.metadata, { deal_id: dealId });
   double.event("checkout.session.completed", double.get("checkout.session", session.id)!);
 });
+
+Deno.test("platform: GET /v1/account is the key's own account, never among the connected ones", async () => {
+  await using double = new PayprocDouble({ platform: { country: "DE" } });
+  const stripe = payprocClient(double);
+
+  const platform = await stripe.accounts.retrieveCurrent();
+  assert.match(platform.id, /^acct_/);
+  assert.equal(platform.object, "account");
+  assert.equal(platform.country, "DE");
+  assert.equal(platform.charges_enabled, true);
+  assert.equal(platform.payouts_enabled, true);
+  assert.equal(platform.details_submitted, true);
+  assert.equal(platform.type, "standard");
+  assert.equal((await stripe.accounts.retrieve(null)).id, platform.id);
+  assert.equal(double.setPlatform().id, platform.id);
+
+  assert.deepEqual((await stripe.accounts.list({ limit: 1 })).data, []);
+  const connected = double.addAccount();
+  const page = await stripe.accounts.list({ limit: 10 });
+  assert.deepEqual(page.data.map((a) => a.id), [connected.id]);
+});
+
+Deno.test("platform: without Connect the list is empty, creating and reading other accounts is refused", async () => {
+  await using double = new PayprocDouble();
+  const connected = double.addAccount();
+  const platform = double.setPlatform({ connect: false });
+  const stripe = payprocClient(double);
+
+  assert.equal((await stripe.accounts.retrieveCurrent()).id, platform.id);
+  const page = await stripe.accounts.list({ limit: 1 });
+  assert.deepEqual([page.object, page.data, page.has_more], ["list", [], false]);
+  await assert.rejects(
+    stripe.accounts.create({ type: "express" }),
+    (error: unknown) =>
+      error instanceof Stripe.errors.StripeInvalidRequestError && error.statusCode === 400 &&
+      error.message.startsWith(
+        "You can only create new accounts if you've signed up for Connect",
+      ),
+  );
+  await assert.rejects(
+    stripe.accounts.retrieve(connected.id),
+    (error: unknown) =>
+      error instanceof Stripe.errors.StripePermissionError && error.statusCode === 403 &&
+      error.message.startsWith("Only Stripe Connect platforms can work with other accounts."),
+  );
+  assert.equal(double.createdCount("account"), 1);
+
+  double.setPlatform({ connect: true });
+  assert.equal((await stripe.accounts.list()).data.length, 1);
+});

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import type Anthropic from "@anthropic-ai/sdk";
 import type Stripe from "stripe";
 import type { Db } from "./db.ts";
 import { Outbox } from "./email/outbox.ts";
@@ -50,6 +51,14 @@ export class Context {
    */
   storage(): Promise<StorageClient> {
     return this.runtime.storage();
+  }
+
+  /**
+   * The AI model provider's client, loaded on first use; 503
+   * `not_configured` without `AIMODEL_API_KEY`. Never call it inside `db.tx`.
+   */
+  aimodel(): Promise<Anthropic> {
+    return this.runtime.aimodel();
   }
 
   /** The current time by the runtime's clock (jobs and deadlines use it; tests inject it). */

@@ -48,6 +48,8 @@ export const EnvSchema = z.object({
   AIMODEL_BASE_URL: optionalUrl,
   AIMODEL_PRIMARY: z.string().min(1).default("claude-haiku-4-5"),
   AIMODEL_FALLBACK: z.string().min(1).default("claude-sonnet-4-5"),
+  AIMODEL_TIMEOUT_MS: z.coerce.number().int().min(1000).max(120_000).default(30_000),
+  ANALYZE_RATE_PER_HOUR: z.coerce.number().int().min(1).max(10_000).default(10),
 });
 
 /** Validated configuration values. */

@@ -76,8 +76,7 @@ export interface FunctionOptions<A extends Access, I, O, G extends FunctionGroup
 }
 
 /** What a handler of function `N` returns: what its output schema accepts. */
-export type HandlerOutput<N extends FunctionName> = FunctionEntryOf<N> extends
-  { output: infer S extends z.ZodType } ? z.input<S> : unknown;
+export type HandlerOutput<N extends FunctionName> = z.input<FunctionEntryOf<N>["output"]>;
 
 /** A declared function: a fetch handler, plus a way to run it on another runtime. */
 export interface EdgeFunction {
@@ -91,8 +90,7 @@ export interface EdgeFunction {
 
 /**
  * Declares catalog function `name`: access rule and schemas come from its
- * catalog entry. Fails at cold start when the catalog does not list it as
- * built.
+ * catalog entry. Fails at cold start when the catalog does not list it.
  */
 export function defineFunction<N extends FunctionName>(
   name: N,
@@ -105,11 +103,6 @@ export function defineFunction<N extends FunctionName>(
 ): EdgeFunction {
   const entry: FunctionEntryOf<N> = FUNCTIONS[name];
   if (!entry) throw new Error(`Cannot define function "${name}": it is not in the catalog`);
-  if (!entry.built) {
-    throw new Error(
-      `Cannot define function "${name}": the catalog lists it as not built (set built: true)`,
-    );
-  }
   const spec = { name, ...entry } as FunctionSpec<FunctionEntryOf<N>["access"], z.ZodType>;
   return createFunction(
     spec,

@@ -37,7 +37,7 @@ export async function enforceRateLimit(
     429,
     "rate_limited",
     `Cannot serve this request: at most ${limit} calls per ${windowSeconds} s; retry in ${retryAfter} s`,
-    { limit, windowSeconds, retryAfterSeconds: retryAfter },
+    { limit, windowSeconds, retryAfter },
     { "Retry-After": String(retryAfter) },
   );
 }

@@ -10,7 +10,9 @@
  *
  * @module
  */
+import type Anthropic from "@anthropic-ai/sdk";
 import type Stripe from "stripe";
+import { createAimodelClient } from "./aimodel.ts";
 import { TokenVerifier } from "./auth.ts";
 import { Db } from "./db.ts";
 import { Env } from "./env.ts";
@@ -18,6 +20,7 @@ import { CorsPolicy, type HeaderPairs, securityHeaders } from "./headers.ts";
 import { Logger, type LogSink } from "./log.ts";
 import { createPayprocClient } from "./payproc.ts";
 import { createStorageClient, type StorageClient } from "./storage.ts";
+import type { PageFetchOptions } from "./web/page_fetch.ts";
 
 /** Options of a {@linkcode Runtime}. */
 export interface RuntimeOptions {
@@ -25,6 +28,13 @@ export interface RuntimeOptions {
   logSink?: LogSink;
   /** The clock jobs and deadlines read (default: the system clock); tests inject one. */
   clock?: () => Date;
+  /**
+   * How pages are fetched for analysis (resolver, connector, limits). Tests
+   * inject a stub resolver and connector here, or `allowLoopback` to reach a
+   * server of their own on 127.0.0.1; a deployment never sets these (they
+   * are not read from the environment).
+   */
+  pageFetch?: Partial<PageFetchOptions>;
 }
 
 /** Configuration and lazily built dependencies shared by every request. */
@@ -44,12 +54,16 @@ export class Runtime {
   private verifier?: TokenVerifier;
   private payprocClient?: Promise<Stripe>;
   private storageClient?: Promise<StorageClient>;
+  private aimodelClient?: Promise<Anthropic>;
   private readonly clock: () => Date;
+  /** Overrides of the page fetcher's defaults (tests only; see {@linkcode RuntimeOptions.pageFetch}). */
+  readonly pageFetch: Readonly<Partial<PageFetchOptions>>;
 
   /** Validates `source` (fails on malformed values, never on missing secrets). */
   constructor(source: Record<string, string | undefined>, options: RuntimeOptions = {}) {
     this.env = new Env(source);
     this.clock = options.clock ?? (() => new Date());
+    this.pageFetch = Object.freeze({ ...options.pageFetch });
     this.log = new Logger(this.env.values.LOG_LEVEL, {}, options.logSink);
     this.securityHeaders = Object.freeze(
       securityHeaders({ supabaseUrl: this.env.values.SUPABASE_URL }),
@@ -94,6 +108,13 @@ export class Runtime {
     this.env.require("SUPABASE_SERVICE_ROLE_KEY");
     this.storageClient ??= createStorageClient(this.env);
     return this.storageClient;
+  }
+
+  /** The AI model provider's client; 503 `not_configured` without `AIMODEL_API_KEY`. */
+  aimodel(): Promise<Anthropic> {
+    this.env.require("AIMODEL_API_KEY");
+    this.aimodelClient ??= createAimodelClient(this.env);
+    return this.aimodelClient;
   }
 
   /** The current time by the runtime's clock (injectable for tests). */

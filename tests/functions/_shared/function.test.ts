@@ -3,7 +3,7 @@ import { z } from "zod";
 import { createFunction, defineFunction } from "../../../supabase/functions/_shared/function.ts";
 import { HttpError } from "../../../supabase/functions/_shared/errors.ts";
 import { Runtime } from "../../../supabase/functions/_shared/runtime.ts";
-import { FUNCTIONS } from "../../../shared/functions.ts";
+import { type FunctionName, FUNCTIONS } from "../../../shared/functions.ts";
 import { createTestDatabase, sqlTest } from "../../support/db.ts";
 import { createUser } from "../../support/sql.ts";
 import { testCredentials } from "../../support/credentials.ts";
@@ -210,11 +210,11 @@ sqlTest("defineFunction() takes access and schemas from the catalog entry", () =
 });
 
 sqlTest(
-  "defineFunction() refuses, at cold start, a function the catalog lists as not built",
+  "defineFunction() refuses, at cold start, a function the catalog does not list or misdeclares",
   () => {
     assert.throws(
-      () => defineFunction("analyze-project", { handle: () => ({}) }),
-      /lists it as not built/,
+      () => defineFunction("no-such-function" as FunctionName, { handle: () => ({}) }),
+      /it is not in the catalog/,
     );
     assert.throws(
       () =>
@@ -240,7 +240,7 @@ sqlTest("defineFunction() limits calls per caller: 429 rate_limited with Retry-A
     statuses.push((await invoke(limited, runtime, { token: aliceToken })).status);
   }
   assert.deepEqual(statuses, [200, 200, 429]);
-  const refused = await invoke<{ error: { code: string; details: { retryAfterSeconds: number } } }>(
+  const refused = await invoke<{ error: { code: string; details: { retryAfter: number } } }>(
     limited,
     runtime,
     { token: aliceToken },
@@ -248,7 +248,7 @@ sqlTest("defineFunction() limits calls per caller: 429 rate_limited with Retry-A
   assert.equal(refused.body.error.code, "rate_limited");
   const retryAfter = Number(refused.headers.get("retry-after"));
   assert.ok(retryAfter >= 1 && retryAfter <= 60, String(retryAfter));
-  assert.equal(refused.body.error.details.retryAfterSeconds, retryAfter);
+  assert.equal(refused.body.error.details.retryAfter, retryAfter);
   assert.match(refused.headers.get("access-control-expose-headers") ?? "", /Retry-After/);
   assert.equal((await invoke(limited, runtime, { token: await keys.userToken(bob) })).status, 200);
 });

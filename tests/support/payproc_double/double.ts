@@ -48,8 +48,10 @@ import {
   type AccountPatch,
   accountRoutes,
   completeOnboarding,
+  configurePlatform,
   createAccount,
   patchAccount,
+  type PlatformOptions,
 } from "./resources/accounts.ts";
 import {
   type CheckoutCompletion,
@@ -111,6 +113,8 @@ export interface PayprocDoubleOptions {
   now?: () => number;
   /** How long new objects stay invisible to `/search` endpoints, like the API's index lag (default 0). */
   searchDelayMs?: number;
+  /** The platform account's setup (default: a US account with Connect); see {@linkcode PayprocDouble.setPlatform}. */
+  platform?: PlatformOptions;
 }
 
 /** The stateful payment-processor double; see the module doc. Start with `new PayprocDouble()`. */
@@ -123,6 +127,16 @@ export class PayprocDouble extends HttpDouble {
     super();
     this.store = new PayprocStore(options.now ?? (() => Math.floor(Date.now() / 1000)), this.url);
     this.store.searchDelayMs = options.searchDelayMs ?? 0;
+    if (options.platform) configurePlatform(this.store, options.platform);
+  }
+
+  /**
+   * The platform account (`GET /v1/account`), after applying `options`: e.g.
+   * `setPlatform({ connect: false })` for a platform that never signed up for
+   * Connect (connected-account calls then answer as the API does without it).
+   */
+  setPlatform(options: PlatformOptions = {}): PayprocAccount {
+    return structuredClone(configurePlatform(this.store, options));
   }
 
   /** Seeds a price (and product), e.g. `addPrice({ lookupKey: "pro_monthly", unitAmount: 1500, interval: "month" })`. */

@@ -9,6 +9,7 @@
 import type { Context } from "../context.ts";
 import { OFFER_EXPIRY_JOB, runOfferExpiry } from "../deals/offer_expiry.ts";
 import { EMAIL_RETRY_JOB, runEmailRetry } from "../email/retry.ts";
+import { HOUSEKEEPING_JOB, runHousekeeping } from "../housekeeping/prune.ts";
 import type { JobSkipped } from "../jobs/guard.ts";
 import type { JobOutput } from "../jobs/runs.ts";
 import { runSponsoredActivations, SPONSORED_ACTIVATIONS_JOB } from "../sponsored/activations.ts";
@@ -31,4 +32,5 @@ export const DAILY_SUB_JOBS: readonly DailySubJob[] = [
   { job: VIEW_FOLD_JOB, run: runViewFold },
   { job: EMAIL_RETRY_JOB, run: runEmailRetry },
   { job: OFFER_EXPIRY_JOB, run: runOfferExpiry },
+  { job: HOUSEKEEPING_JOB, run: runHousekeeping },
 ];

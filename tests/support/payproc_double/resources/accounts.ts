@@ -1,14 +1,23 @@
 /**
- * Connected accounts (`POST /v1/accounts`, retrieve, update, delete, list),
- * account links and login links. New accounts start with onboarding
+ * The platform account (`GET /v1/account`: the account the API key belongs
+ * to), connected accounts (`POST /v1/accounts`, retrieve, update, delete,
+ * list), account links and login links. New accounts start with onboarding
  * requirements due and charges/payouts disabled; login links need
  * `details_submitted` (as the API requires) and an Express dashboard.
+ *
+ * A platform that has not signed up for Connect (see
+ * {@linkcode configurePlatform}) answers as the API does: the list of
+ * connected accounts is empty (the API reference: "If you're not a platform,
+ * the list is empty"), creating one is refused with 400 ("You can only create
+ * new accounts if you've signed up for Connect, …"), and working with another
+ * account by id (retrieve, update, delete, links) with 403 ("Only Stripe
+ * Connect platforms can work with other accounts. …").
  *
  * @module
  */
 import type Stripe from "stripe";
 import type { FormObject } from "../../http_double.ts";
-import { invalidRequest } from "../errors.ts";
+import { invalidRequest, PayprocApiError } from "../errors.ts";
 import { filterCreated, listPage } from "../lists.ts";
 import { applyMetadata, optObject, optString, reqString, requireOneOf } from "../params.ts";
 import { type Route, route } from "../router.ts";
@@ -77,6 +86,11 @@ function requirements(due: string[]): Wire<Stripe.Account.Requirements> {
   };
 }
 
+/** An account's empty list of bank accounts and cards. */
+function noExternalAccounts(): PayprocAccount["external_accounts"] {
+  return { object: "list", data: [], has_more: false, url: "/v1/accounts/external_accounts" };
+}
+
 /** Creates a connected account as the API would (onboarding not done). */
 export function createAccount(store: PayprocStore, params: FormObject = {}): PayprocAccount {
   const dashboard = dashboardType(params);
@@ -99,12 +113,7 @@ export function createAccount(store: PayprocStore, params: FormObject = {}): Pay
     default_currency: optString(params, "default_currency") ?? "usd",
     details_submitted: false,
     email: optString(params, "email") ?? null,
-    external_accounts: {
-      object: "list",
-      data: [],
-      has_more: false,
-      url: "/v1/accounts/external_accounts",
-    },
+    external_accounts: noExternalAccounts(),
     future_requirements: requirements([]),
     metadata: applyMetadata({}, params),
     payouts_enabled: false,
@@ -183,9 +192,108 @@ const ACCOUNT_PARAMS = [
   "type",
 ] as const;
 
-/** The account, account link and login link endpoints. */
+/** How the platform (the account the API key belongs to) is set up; see {@linkcode configurePlatform}. */
+export interface PlatformOptions {
+  /** Two-letter country of the platform account (default `US`). */
+  country?: string;
+  /** Whether the platform has signed up for Connect (default true). */
+  connect?: boolean;
+}
+
+interface Platform {
+  account: PayprocAccount;
+  connect: boolean;
+}
+
+/**
+ * The platform of each store. Kept beside the store rather than in it: the
+ * platform is the double's setup, not an object the API creates, so
+ * `resetState()` keeps it.
+ */
+const PLATFORMS = new WeakMap<PayprocStore, Platform>();
+
+/** The platform of `store` (created on first use: a US Standard account with Connect). */
+function platformOf(store: PayprocStore): Platform {
+  let platform = PLATFORMS.get(store);
+  if (!platform) {
+    platform = { account: platformAccount(store, "US"), connect: true };
+    PLATFORMS.set(store, platform);
+  }
+  return platform;
+}
+
+/** The platform's own account as `GET /v1/account` answers it: onboarded, charges and payouts on. */
+function platformAccount(store: PayprocStore, country: string): PayprocAccount {
+  return {
+    id: randomId("acct_"),
+    object: "account",
+    business_profile: {
+      mcc: "5734",
+      minority_owned_business_designation: null,
+      name: "Marketplace (test double)",
+      specified_commercial_transactions_act_url: null,
+      support_address: null,
+      support_email: null,
+      support_phone: null,
+      support_url: null,
+      url: null,
+    },
+    business_type: "company",
+    capabilities: { card_payments: "active", transfers: "active" },
+    charges_enabled: true,
+    controller: { type: "account" },
+    country,
+    created: store.now(),
+    default_currency: "usd",
+    details_submitted: true,
+    email: "platform@example.test",
+    external_accounts: noExternalAccounts(),
+    future_requirements: requirements([]),
+    metadata: {},
+    payouts_enabled: true,
+    requirements: requirements([]),
+    tos_acceptance: { date: store.now(), ip: "127.0.0.1", user_agent: null },
+    type: "standard",
+  };
+}
+
+/**
+ * Changes the platform's setup (country, whether it has Connect) and returns
+ * its account; `{}` just returns it. The account's id stays the same.
+ */
+export function configurePlatform(
+  store: PayprocStore,
+  options: PlatformOptions = {},
+): PayprocAccount {
+  const platform = platformOf(store);
+  if (options.country !== undefined) platform.account.country = options.country;
+  if (options.connect !== undefined) platform.connect = options.connect;
+  return platform.account;
+}
+
+/** 400 for creating a connected account without Connect, in the API's words. */
+function requireConnectToCreate(store: PayprocStore): void {
+  if (platformOf(store).connect) return;
+  throw invalidRequest(
+    "You can only create new accounts if you've signed up for Connect, which you can learn how to do at https://stripe.com/docs/connect.",
+  );
+}
+
+/** 403 for working with another account without Connect, in the API's words. */
+function requireConnect(store: PayprocStore): void {
+  if (platformOf(store).connect) return;
+  throw new PayprocApiError(
+    403,
+    "invalid_request_error",
+    "Only Stripe Connect platforms can work with other accounts. If you specified a client_id parameter, make sure it's correct. If you need to setup a Stripe Connect platform, you can do so at https://dashboard.stripe.com/account/applications/settings.",
+  );
+}
+
+/** The platform account, account, account link and login link endpoints. */
 export const accountRoutes: Route[] = [
+  route("GET", "/v1/account", [], ({ store }) => platformOf(store).account),
   route("POST", "/v1/accounts", ACCOUNT_PARAMS, ({ store, params }) => {
+    requireConnectToCreate(store);
     const type = optString(params, "type");
     if (type) requireOneOf(type, ["custom", "express", "standard"] as const, "type");
     return createAccount(store, params);
@@ -195,14 +303,22 @@ export const accountRoutes: Route[] = [
     "/v1/accounts",
     ["created", "ending_before", "limit", "starting_after"],
     ({ store, params }) =>
-      listPage(filterCreated(store.all("account"), params), params, "/v1/accounts"),
+      listPage(
+        platformOf(store).connect ? filterCreated(store.all("account"), params) : [],
+        params,
+        "/v1/accounts",
+      ),
   ),
-  route("GET", "/v1/accounts/:id", [], ({ store, path }) => store.require("account", path.id)),
+  route("GET", "/v1/accounts/:id", [], ({ store, path }) => {
+    requireConnect(store);
+    return store.require("account", path.id);
+  }),
   route(
     "POST",
     "/v1/accounts/:id",
     ACCOUNT_PARAMS.filter((p) => !["controller", "country", "type"].includes(p)),
     ({ store, path, params }) => {
+      requireConnect(store);
       const account = store.require("account", path.id);
       const email = optString(params, "email");
       if (email !== undefined) account.email = email || null;
@@ -211,6 +327,7 @@ export const accountRoutes: Route[] = [
     },
   ),
   route("DELETE", "/v1/accounts/:id", [], ({ store, path }) => {
+    requireConnect(store);
     const account = store.require("account", path.id);
     return { id: account.id, object: "account", deleted: true };
   }),
@@ -222,6 +339,7 @@ export const accountRoutes: Route[] = [
     "return_url",
     "type",
   ], ({ store, params }) => {
+    requireConnect(store);
     const account = store.require("account", reqString(params, "account"), "account");
     requireOneOf(
       reqString(params, "type"),
@@ -239,6 +357,7 @@ export const accountRoutes: Route[] = [
     return link;
   }),
   route("POST", "/v1/accounts/:id/login_links", [], ({ store, path }) => {
+    requireConnect(store);
     const account = store.require("account", path.id);
     if (account.controller?.stripe_dashboard?.type !== "express") {
       throw invalidRequest(

@@ -1,0 +1,75 @@
+/**
+ * One project analysis, start to end: normalize and check the URL (refusals
+ * before anything else), answer from the 24-hour cache when it can (no
+ * fetch, no model call, no rate-limit hit), else count the caller's hourly
+ * allowance, fetch the page safely, extract its text, ask the model, record
+ * the analysis and its cost, and answer. No transaction is open while the
+ * page or the model is being called.
+ *
+ * @module
+ */
+import type { AnalyzeProjectOutput } from "../../../../shared/analysis_schemas.ts";
+import type { Context } from "../context.ts";
+import { invalidInput } from "../errors.ts";
+import { enforceRateLimit } from "../rate_limit.ts";
+import { fetchPage } from "../web/page_fetch.ts";
+import { checkUrl, normalizeUrl } from "../web/target.ts";
+import { askForAnalysis } from "./ask.ts";
+import { extractPage } from "./extract.ts";
+import { analysisRequest, MAX_PAGE_TEXT_CHARS } from "./prompt.ts";
+import { cachedAnalysis, recordAnalysis } from "./store.ts";
+
+/** The rate-limit key of a user's analyses (one window per user). */
+export function analysisRateKey(userId: string): string {
+  return `analyze-project:${userId}`;
+}
+
+/** Analyzes the project at `rawUrl` for user `userId`. */
+export async function analyzeProject(
+  ctx: Context,
+  userId: string,
+  rawUrl: string,
+): Promise<AnalyzeProjectOutput> {
+  const url = normalizeUrl(rawUrl);
+  checkUrl(url, { allowLoopback: ctx.runtime.pageFetch.allowLoopback ?? false });
+
+  const cached = await cachedAnalysis(ctx, url.href, ctx.now());
+  if (cached) return cached;
+
+  ctx.env.require("AIMODEL_API_KEY"); // before the caller's allowance or the page is spent
+  await enforceRateLimit(ctx, analysisRateKey(userId), {
+    limit: ctx.env.values.ANALYZE_RATE_PER_HOUR,
+    windowSeconds: 3600,
+  });
+
+  const started = performance.now();
+  const fetchedAt = ctx.now();
+  const page = await fetchPage(url, ctx.runtime.pageFetch);
+  const extracted = extractPage(page.text, page.contentType, {
+    maxTextChars: MAX_PAGE_TEXT_CHARS,
+  });
+  if (!extracted.text && !extracted.title && !extracted.description) {
+    throw invalidInput("Cannot analyze this URL: the page has no readable text", {
+      reason: "empty_page",
+      url: page.url,
+    });
+  }
+
+  const asked = await askForAnalysis(ctx, analysisRequest(page.url, extracted));
+  await recordAnalysis(ctx, {
+    userId,
+    url: url.href,
+    finalUrl: page.url,
+    fetchedAt,
+    durationMs: performance.now() - started,
+    asked,
+  });
+  if (asked.outcome !== "succeeded") throw asked.error;
+  return {
+    ...asked.fields,
+    model: asked.model,
+    fetchedAt: fetchedAt.toISOString(),
+    url: url.href,
+    cached: false,
+  };
+}

@@ -1,0 +1,33 @@
+/**
+ * The housekeeping sub-job: forgets what has lapsed and is only kept for a
+ * while — AI analysis cache entries past their 24 hours
+ * (`public.prune_project_analysis_cache`) and rate-limit windows that ended
+ * more than a day ago (`public.prune_rate_limits`). The daily orchestrator
+ * runs it; nothing reads either kind of row once lapsed, so a late or
+ * skipped run changes no answer, only the tables' size.
+ *
+ * @module
+ */
+import type { Context } from "../context.ts";
+import { type JobSkipped, runGuardedJob } from "../jobs/guard.ts";
+import type { JobOutput } from "../jobs/runs.ts";
+
+/** The job name in `job_runs`. */
+export const HOUSEKEEPING_JOB = "housekeeping";
+
+/** Prunes lapsed analysis cache entries and old rate-limit windows, counting each. */
+export function runHousekeeping(ctx: Context): Promise<JobOutput | JobSkipped> {
+  return runGuardedJob(ctx, HOUSEKEEPING_JOB, {}, async (tally) => {
+    const cache = await ctx.db.one<{ pruned: number }>(
+      "select public.prune_project_analysis_cache($1) as pruned",
+      [ctx.now()],
+    );
+    const limits = await ctx.db.one<{ pruned: number }>(
+      "select public.prune_rate_limits(interval '1 day') as pruned",
+    );
+    tally.scanned += cache.pruned + limits.pruned;
+    tally.changed += cache.pruned + limits.pruned;
+    tally.count("analysisCacheEntries", cache.pruned);
+    tally.count("rateLimitWindows", limits.pruned);
+  });
+}

@@ -1,0 +1,19 @@
+/**
+ * `analyze-project` (signed-in user) `{ url }`: a structured AI analysis of
+ * the project at that public web page (`AnalyzeProjectOutput`: summary,
+ * category, business model, tech stack, monetization, strengths, risks,
+ * valuation hint, confidence, the model that answered, when the page was
+ * read). Served from a 24-hour cache per normalized URL when it can; else at
+ * most `ANALYZE_RATE_PER_HOUR` analyses per user and hour. The page is
+ * fetched with the SSRF rules of `_shared/web/`; see `_shared/analysis/`.
+ *
+ * @module
+ */
+import { analyzeProject } from "../_shared/analysis/analyze.ts";
+import { defineFunction } from "../_shared/function.ts";
+
+export default defineFunction("analyze-project", {
+  handle({ input, caller, ctx }) {
+    return analyzeProject(ctx, caller.id, input.url);
+  },
+});
