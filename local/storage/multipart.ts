@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { concatBytes } from "../../supabase/functions/_shared/bytes.ts";
 import { entityTooLarge, noContentProvided } from "./errors.ts";
 
 /** One part of a multipart body. */
@@ -40,13 +41,7 @@ export async function readLimited(
   } finally {
     reader.releaseLock();
   }
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return bytes;
+  return concatBytes(chunks, size);
 }
 
 /** The parts of multipart `body` whose Content-Type is `contentType`; 400 when malformed. */

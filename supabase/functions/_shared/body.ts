@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { concatBytes } from "./bytes.ts";
 import { HttpError } from "./errors.ts";
 
 /** The default body limit: 1 MiB. */
@@ -29,13 +30,7 @@ export async function readBodyText(req: Request, limit: number): Promise<string>
     }
     chunks.push(value);
   }
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return new TextDecoder().decode(bytes);
+  return new TextDecoder().decode(concatBytes(chunks, size));
 }
 
 /** Parses a JSON object body; an empty body is `{}`. */

@@ -54,6 +54,24 @@ export function conflict(message: string, details?: unknown): HttpError {
   return new HttpError(409, "conflict", message, details);
 }
 
+/**
+ * A "come back later" failure (429 over a limit, 503 when every provider is
+ * busy): `retryAfter` seconds (at least 1) in `details.retryAfter` and the
+ * `Retry-After` header, beside any other `details`.
+ */
+export function retryLater(
+  status: 429 | 503,
+  code: string,
+  message: (retryAfter: number) => string,
+  retryAfterSeconds: number,
+  details: Record<string, unknown> = {},
+): HttpError {
+  const retryAfter = Math.max(1, Math.ceil(retryAfterSeconds));
+  return new HttpError(status, code, message(retryAfter), { ...details, retryAfter }, {
+    "Retry-After": String(retryAfter),
+  });
+}
+
 /** 503 `upstream_unavailable`: a service we depend on failed or timed out. */
 export function upstreamUnavailable(service: string, detail?: string): HttpError {
   return new HttpError(

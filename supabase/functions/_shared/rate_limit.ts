@@ -2,13 +2,14 @@
  * Per-caller rate limits, declared on a function (`rateLimit`) and enforced
  * by the factory after authentication: a fixed window counted in the
  * database (`public.take_rate_limit`, one statement), so every isolate shares
- * the count. Over the limit: 429 `rate_limited` with `Retry-After`.
+ * the count. Over the limit: 429 `rate_limited` with `Retry-After` (and
+ * `details.retryAfter`).
  *
  * @module
  */
 import type { Caller } from "./caller.ts";
 import type { Context } from "./context.ts";
-import { HttpError } from "./errors.ts";
+import { retryLater } from "./errors.ts";
 
 /** At most `limit` calls per `windowSeconds` per caller. */
 export interface RateLimit {
@@ -32,12 +33,12 @@ export async function enforceRateLimit(
     [key, limit, windowSeconds],
   );
   if (decision.allowed) return;
-  const retryAfter = Math.max(1, decision.retry_after_seconds);
-  throw new HttpError(
+  throw retryLater(
     429,
     "rate_limited",
-    `Cannot serve this request: at most ${limit} calls per ${windowSeconds} s; retry in ${retryAfter} s`,
-    { limit, windowSeconds, retryAfter },
-    { "Retry-After": String(retryAfter) },
+    (retryAfter) =>
+      `Cannot serve this request: at most ${limit} calls per ${windowSeconds} s; retry in ${retryAfter} s`,
+    decision.retry_after_seconds,
+    { limit, windowSeconds },
   );
 }

@@ -14,6 +14,6 @@ import { defineFunction } from "../_shared/function.ts";
 
 export default defineFunction("analyze-project", {
   handle({ input, caller, ctx }) {
-    return analyzeProject(ctx, caller.id, input.url);
+    return analyzeProject(ctx, caller, input.url);
   },
 });

@@ -37,6 +37,7 @@ import type Stripe from "stripe";
 import { PLAN_INTERVAL_KEYS } from "../../../shared/plans.ts";
 import type { z } from "zod";
 import type { PayprocPriceCheck, TestPayprocOutput } from "../../../shared/schemas.ts";
+import { isRefusal } from "../_shared/billing/processor.ts";
 import { defineFunction } from "../_shared/function.ts";
 import { isLiveKey, isPayprocError } from "../_shared/payproc.ts";
 
@@ -66,37 +67,42 @@ function checkPrices(
 interface Failure {
   /** The sentence for `reason`. */
   readonly reason: string;
-  /** The processor refused the request itself (4xx other than 401/429). */
+  /** The processor refused the request itself (4xx other than 401, 409 and 429). */
   readonly refused: boolean;
   readonly status: number | null;
   readonly message: string;
 }
 
-/** Our reading of a processor error; anything else (a bug) is rethrown. */
+/**
+ * Our reading of a processor error; anything else (a bug) is rethrown. A
+ * refusal is what `isRefusal` says (a 4xx other than 409/429); the rest is
+ * the processor unreachable (no status) or failing on its side.
+ */
 function failureOf(error: unknown, what: string, timeoutMs: number): Failure {
   if (!isPayprocError(error)) throw error;
-  const status = error.statusCode ?? null;
+  const status = error.statusCode || null;
   const detail = [error.rawType, error.code].filter(Boolean).join("/") || error.type;
-  const base = { status, message: error.message ?? "", refused: false };
+  const { message = "", type } = error;
+  const base = { status, message, refused: false };
   if (status === 401) {
     return {
       ...base,
       reason: `authentication failed: the processor refused the key (${detail}, 401)`,
     };
   }
-  if (status === null || status === 0) {
-    const timedOut = /timeout|timed out/i.test(error.message ?? "");
+  if (isRefusal(error)) {
+    return { ...base, refused: true, reason: `${what}: refused (${detail}, ${status})` };
+  }
+  if (status === null) {
+    const timedOut = /timeout|timed out/i.test(message);
     return {
       ...base,
       reason: `processor unreachable: ${
         timedOut ? `no answer within ${timeoutMs} ms` : "the connection failed"
-      } (${error.type})`,
+      } (${type})`,
     };
   }
-  if (status === 429 || status >= 500 || error.type === "StripeRateLimitError") {
-    return { ...base, reason: `processor unavailable: ${detail} (${status})` };
-  }
-  return { ...base, refused: true, reason: `${what}: refused (${detail}, ${status})` };
+  return { ...base, reason: `processor unavailable: ${detail} (${status})` };
 }
 
 /** `connectEnabled` from the connected-accounts read; see the module doc. */

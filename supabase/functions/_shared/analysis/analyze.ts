@@ -9,9 +9,10 @@
  * @module
  */
 import type { AnalyzeProjectOutput } from "../../../../shared/analysis_schemas.ts";
+import type { UserCaller } from "../caller.ts";
 import type { Context } from "../context.ts";
 import { invalidInput } from "../errors.ts";
-import { enforceRateLimit } from "../rate_limit.ts";
+import { enforceRateLimit, rateLimitKey } from "../rate_limit.ts";
 import { fetchPage } from "../web/page_fetch.ts";
 import { checkUrl, normalizeUrl } from "../web/target.ts";
 import { askForAnalysis } from "./ask.ts";
@@ -19,15 +20,14 @@ import { extractPage } from "./extract.ts";
 import { analysisRequest, MAX_PAGE_TEXT_CHARS } from "./prompt.ts";
 import { cachedAnalysis, recordAnalysis } from "./store.ts";
 
-/** The rate-limit key of a user's analyses (one window per user). */
-export function analysisRateKey(userId: string): string {
-  return `analyze-project:${userId}`;
-}
-
-/** Analyzes the project at `rawUrl` for user `userId`. */
+/**
+ * Analyzes the project at `rawUrl` for `user`. The hourly allowance is the
+ * factory's rate limit (same counter and key), taken here rather than by the
+ * factory because a cached answer must not spend it.
+ */
 export async function analyzeProject(
   ctx: Context,
-  userId: string,
+  user: UserCaller,
   rawUrl: string,
 ): Promise<AnalyzeProjectOutput> {
   const url = normalizeUrl(rawUrl);
@@ -37,7 +37,7 @@ export async function analyzeProject(
   if (cached) return cached;
 
   ctx.env.require("AIMODEL_API_KEY"); // before the caller's allowance or the page is spent
-  await enforceRateLimit(ctx, analysisRateKey(userId), {
+  await enforceRateLimit(ctx, rateLimitKey("analyze-project", user), {
     limit: ctx.env.values.ANALYZE_RATE_PER_HOUR,
     windowSeconds: 3600,
   });
@@ -57,7 +57,7 @@ export async function analyzeProject(
 
   const asked = await askForAnalysis(ctx, analysisRequest(page.url, extracted));
   await recordAnalysis(ctx, {
-    userId,
+    userId: user.id,
     url: url.href,
     finalUrl: page.url,
     fetchedAt,

@@ -15,7 +15,7 @@ import type Anthropic from "@anthropic-ai/sdk";
 import { ProjectAnalysisFields } from "../../../../shared/analysis_schemas.ts";
 import { aimodelFailure, loadAimodelSdk } from "../aimodel.ts";
 import type { Context } from "../context.ts";
-import { HttpError } from "../errors.ts";
+import { HttpError, retryLater } from "../errors.ts";
 import { ANALYSIS_TOOL_NAME, type AnalysisRequest } from "./prompt.ts";
 
 /** Seconds a caller is told to wait when no model said how long. */
@@ -116,14 +116,12 @@ export async function askForAnalysis(ctx: Context, request: AnalysisRequest): Pr
 }
 
 /** 503 `ai_unavailable`: every model is busy; `retryAfter` seconds (also as `Retry-After`). */
-export function aiUnavailable(retryAfterSeconds: number): HttpError {
-  const retryAfter = Math.max(1, Math.ceil(retryAfterSeconds));
-  return new HttpError(
+function aiUnavailable(retryAfterSeconds: number): HttpError {
+  return retryLater(
     503,
     "ai_unavailable",
-    `The AI models are busy; retry in ${retryAfter} s`,
-    { retryAfter },
-    { "Retry-After": String(retryAfter) },
+    (retryAfter) => `The AI models are busy; retry in ${retryAfter} s`,
+    retryAfterSeconds,
   );
 }
 

@@ -34,21 +34,23 @@ const SYSTEM_PROMPT = [
   `${ANALYSIS_TOOL_NAME} once.`,
 ].join(" ");
 
-/** The tool's JSON schema, derived once from the zod schema. */
-const TOOL_INPUT_SCHEMA: Anthropic.Tool.InputSchema = (() => {
-  const { $schema: _, ...schema } = z.toJSONSchema(ProjectAnalysisFields) as Record<
-    string,
-    unknown
-  >;
-  return schema as Anthropic.Tool.InputSchema;
-})();
+let tool: Anthropic.Tool | undefined;
 
-/** The tool the model is made to call. */
-export const ANALYSIS_TOOL: Anthropic.Tool = {
-  name: ANALYSIS_TOOL_NAME,
-  description: "Records the structured analysis of the project whose page you were given.",
-  input_schema: TOOL_INPUT_SCHEMA,
-};
+/**
+ * The tool the model is made to call; its input schema is the zod schema's
+ * JSON schema, derived on first use (not at cold start) and kept.
+ */
+export function analysisTool(): Anthropic.Tool {
+  if (!tool) {
+    const { $schema: _, ...schema } = z.toJSONSchema(ProjectAnalysisFields);
+    tool = {
+      name: ANALYSIS_TOOL_NAME,
+      description: "Records the structured analysis of the project whose page you were given.",
+      input_schema: schema as Anthropic.Tool.InputSchema,
+    };
+  }
+  return tool;
+}
 
 /** A request for an analysis, without the model (the caller picks primary or fallback). */
 export type AnalysisRequest = Omit<Anthropic.MessageCreateParamsNonStreaming, "model">;
@@ -58,7 +60,7 @@ export function analysisRequest(url: string, page: ExtractedPage): AnalysisReque
   return {
     max_tokens: MAX_ANSWER_TOKENS,
     system: SYSTEM_PROMPT,
-    tools: [ANALYSIS_TOOL],
+    tools: [analysisTool()],
     tool_choice: { type: "tool", name: ANALYSIS_TOOL_NAME },
     messages: [{ role: "user", content: pageMessage(url, page) }],
   };

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { concatBytes } from "../bytes.ts";
 
 /** A byte stream to a server: a `Deno.Conn`, a `Deno.TlsConn`, or an in-memory pair in tests. */
 export interface Connection {
@@ -323,11 +324,11 @@ async function collect(
   try {
     for (;;) {
       const { value, done } = await reader.read();
-      if (done) return { body: concat(parts, size), truncated: false };
+      if (done) return { body: concatBytes(parts, size), truncated: false };
       if (size + value.length > maxBytes) {
         parts.push(value.subarray(0, maxBytes - size));
         reader.cancel().catch(() => {});
-        return { body: concat(parts, maxBytes), truncated: true };
+        return { body: concatBytes(parts, maxBytes), truncated: true };
       }
       parts.push(value);
       size += value.length;
@@ -402,7 +403,7 @@ class ByteReader {
       const { value, done } = await this.#reader.read();
       if (done) return false;
       if (value.length === 0) continue;
-      this.#buffer = this.#buffer.length === 0 ? value : concat([this.#buffer, value]);
+      this.#buffer = this.#buffer.length === 0 ? value : concatBytes([this.#buffer, value]);
       return true;
     }
   }
@@ -433,14 +434,4 @@ function latin1(bytes: Uint8Array): string {
     text += String.fromCharCode(...bytes.subarray(i, i + 8192));
   }
   return text;
-}
-
-function concat(parts: Uint8Array[], size = parts.reduce((n, p) => n + p.length, 0)): Uint8Array {
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
 }
