@@ -22,7 +22,18 @@ export interface JobRun {
 /** What a start found: its own new run, or the run already in progress. */
 export type JobStart = { started: JobRun } | { running: JobRun };
 
-/** Inserts the run's row, taking over a stale one; reports the live run instead when one exists. */
+/**
+ * How often a start tries again when the run it collided with finished
+ * before it could be read (each try is one more statement, never a wait).
+ */
+const START_ATTEMPTS = 3;
+
+/**
+ * Inserts the run's row, taking over a stale one; reports the live run
+ * instead when one exists. The insert and the read of the live run are two
+ * statements: a run that blocked the insert may finish before the read, in
+ * which case nothing is in progress any more and the insert is tried again.
+ */
 export async function startJobRun(
   ctx: Context,
   job: string,
@@ -35,19 +46,22 @@ export async function startJobRun(
        where job_name = $1 and finished_at is null and started_at + stale_after < now()`,
       [job],
     );
-    const row = await sql.maybeOne<{ id: string; started_at: Date }>(
-      `insert into public.job_runs (job_name, stale_after)
-       values ($1, make_interval(secs => $2::double precision / 1000))
-       on conflict (job_name) where finished_at is null do nothing
-       returning id, started_at`,
-      [job, staleAfterMs],
-    );
-    if (row) return { started: { id: row.id, job, startedAt: row.started_at } };
-    const running = await sql.one<{ id: string; started_at: Date }>(
-      "select id, started_at from public.job_runs where job_name = $1 and finished_at is null",
-      [job],
-    );
-    return { running: { id: running.id, job, startedAt: running.started_at } };
+    for (let attempt = 1; attempt <= START_ATTEMPTS; attempt++) {
+      const row = await sql.maybeOne<{ id: string; started_at: Date }>(
+        `insert into public.job_runs (job_name, stale_after)
+         values ($1, make_interval(secs => $2::double precision / 1000))
+         on conflict (job_name) where finished_at is null do nothing
+         returning id, started_at`,
+        [job, staleAfterMs],
+      );
+      if (row) return { started: { id: row.id, job, startedAt: row.started_at } };
+      const running = await sql.maybeOne<{ id: string; started_at: Date }>(
+        "select id, started_at from public.job_runs where job_name = $1 and finished_at is null",
+        [job],
+      );
+      if (running) return { running: { id: running.id, job, startedAt: running.started_at } };
+    }
+    throw new Error(`Cannot start ${job}: its runs kept finishing between insert and read`);
   });
 }
 

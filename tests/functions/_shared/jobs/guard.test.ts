@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { runGuardedJob } from "../../../../supabase/functions/_shared/jobs/guard.ts";
 import { startJobRun } from "../../../../supabase/functions/_shared/jobs/runs.ts";
 import { Context } from "../../../../supabase/functions/_shared/context.ts";
+import { Db, type Sql, type SqlParam } from "../../../../supabase/functions/_shared/db.ts";
 import { HttpError, upstreamUnavailable } from "../../../../supabase/functions/_shared/errors.ts";
 import { createTestDatabase, sqlTest } from "../../../support/db.ts";
 import { testRuntime } from "../../../support/runtime.ts";
@@ -101,6 +102,60 @@ sqlTest("startJobRun() takes over a run older than its stale_after", async () =>
     ["running", null],
   ]);
 });
+
+/**
+ * A database whose transactions run `between` right after an insert into
+ * `job_runs` that inserted nothing: the moment a colliding run can finish
+ * before the start reads it.
+ */
+class CollidingDb extends Db {
+  constructor(url: string, private readonly between: () => Promise<void>) {
+    super(url, 2);
+  }
+  override tx<T>(fn: (sql: Sql) => Promise<T>): Promise<T> {
+    return super.tx((sql) =>
+      fn({
+        query: (text, params) => sql.query(text, params),
+        one: (text, params) => sql.one(text, params),
+        maybeOne: async <R extends object>(text: string, params?: readonly SqlParam[]) => {
+          const row = await sql.maybeOne<R>(text, params);
+          if (row === null && text.includes("insert into public.job_runs")) await this.between();
+          return row;
+        },
+      })
+    );
+  }
+}
+
+sqlTest(
+  "startJobRun() starts when the run it collided with finishes before it is read",
+  async () => {
+    const { rows: [live] } = await db.pool.query(
+      "insert into public.job_runs (job_name) values ('job-race') returning id",
+    );
+    let finishes = 0;
+    const colliding = new CollidingDb(db.url, async () => {
+      finishes++;
+      await db.pool.query(
+        "update public.job_runs set status = 'succeeded', finished_at = now() where id = $1",
+        [live.id],
+      );
+    });
+    const racingCtx = new (class extends Context {
+      override get db(): Db {
+        return colliding;
+      }
+    })(runtime, crypto.randomUUID(), runtime.log);
+    try {
+      const start = await startJobRun(racingCtx, "job-race", 60_000);
+      assert.ok("started" in start, "nothing is in progress any more, so this start runs");
+      assert.equal(finishes, 1);
+      assert.deepEqual((await runs("job-race")).map((r) => r.status), ["succeeded", "running"]);
+    } finally {
+      await colliding.close();
+    }
+  },
+);
 
 sqlTest(
   "runGuardedJob() ends partial with 500 partial_failure when items failed, and failed when the work throws",
