@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { concatBytes } from "../../supabase/functions/_shared/bytes.ts";
+import { readAtMost } from "../../supabase/functions/_shared/bytes.ts";
 import { entityTooLarge, noContentProvided } from "./errors.ts";
 
 /** One part of a multipart body. */
@@ -26,22 +26,10 @@ export async function readLimited(
   limit: number,
 ): Promise<Uint8Array> {
   if (!body) return new Uint8Array();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = body.getReader();
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      // Not cancelled: the server would then read the rest of the body.
-      if (size > limit) throw entityTooLarge();
-      chunks.push(value);
-    }
-  } finally {
-    reader.releaseLock();
-  }
-  return concatBytes(chunks, size);
+  // Not cancelled: the server would then read the rest of the body.
+  const { bytes, truncated } = await readAtMost(body, limit, { cancelRest: false });
+  if (truncated) throw entityTooLarge();
+  return bytes;
 }
 
 /** The parts of multipart `body` whose Content-Type is `contentType`; 400 when malformed. */

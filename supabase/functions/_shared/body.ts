@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { concatBytes } from "./bytes.ts";
+import { readAtMost } from "./bytes.ts";
 import { HttpError } from "./errors.ts";
 
 /** The default body limit: 1 MiB. */
@@ -17,20 +17,9 @@ export async function readBodyText(req: Request, limit: number): Promise<string>
   // A declared length within the limit cannot be exceeded (the server
   // enforces Content-Length), so the body is read whole.
   if (req.headers.has("content-length")) return await req.text();
-  const reader = req.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      throw tooLarge(limit);
-    }
-    chunks.push(value);
-  }
-  return new TextDecoder().decode(concatBytes(chunks, size));
+  const { bytes, truncated } = await readAtMost(req.body, limit);
+  if (truncated) throw tooLarge(limit);
+  return new TextDecoder().decode(bytes);
 }
 
 /** Parses a JSON object body; an empty body is `{}`. */

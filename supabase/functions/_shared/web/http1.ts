@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { concatBytes } from "../bytes.ts";
+import { concatBytes, readAtMost } from "../bytes.ts";
 
 /** A byte stream to a server: a `Deno.Conn`, a `Deno.TlsConn`, or an in-memory pair in tests. */
 export interface Connection {
@@ -318,21 +318,9 @@ async function collect(
   { stream, sourceError }: ReturnType<typeof decode>,
   maxBytes: number,
 ): Promise<{ body: Uint8Array; truncated: boolean }> {
-  const reader = stream.getReader();
-  const parts: Uint8Array[] = [];
-  let size = 0;
   try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return { body: concatBytes(parts, size), truncated: false };
-      if (size + value.length > maxBytes) {
-        parts.push(value.subarray(0, maxBytes - size));
-        reader.cancel().catch(() => {});
-        return { body: concatBytes(parts, maxBytes), truncated: true };
-      }
-      parts.push(value);
-      size += value.length;
-    }
+    const { bytes, truncated } = await readAtMost(stream, maxBytes);
+    return { body: bytes, truncated };
   } catch (error) {
     const cause = sourceError();
     if (cause !== undefined) throw cause;
