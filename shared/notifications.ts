@@ -40,6 +40,12 @@ export const NOTIFICATION_TYPES = {
     email: true,
     inApp: true,
   },
+  admin_alerts: {
+    label:
+      "Admin alerts: payments returned, disputes after payout, long escrow holds, contact form ceiling",
+    email: true,
+    inApp: true,
+  },
 } as const satisfies Record<string, NotificationTypeInfo>;
 
 /** A notification type. */
@@ -67,6 +73,7 @@ export const EMAIL_TYPES = {
   payout_released: "payments",
   refund_issued: "payments",
   payment_failed: "payments",
+  payment_returned: "payments",
   admin_message: "messages",
   admin_listing_digest: "admin_digest",
   admin_contact_digest: "admin_digest",
@@ -75,6 +82,10 @@ export const EMAIL_TYPES = {
   sponsored_ending: "sponsored",
   handover_reminder: "handover",
   handover_complete: "handover",
+  admin_payment_returned: "admin_alerts",
+  admin_payment_return_failed: "admin_alerts",
+  admin_dispute_after_payout: "admin_alerts",
+  admin_escrow_hold: "admin_alerts",
   auth_signup: null,
   auth_invite: null,
   auth_magiclink: null,

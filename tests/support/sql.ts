@@ -10,6 +10,10 @@ export interface SqlIdentity {
   role: "anon" | "authenticated" | "service_role";
   userId?: string;
   email?: string;
+  /** An anonymous sign-in: the JWT carries `is_anonymous: true`. */
+  anonymous?: boolean;
+  /** The request headers PostgREST passes to SQL as `request.headers` (lower-case names). */
+  headers?: Record<string, string>;
 }
 
 /**
@@ -28,9 +32,15 @@ export async function asRole<T>(
     if (identity.userId) claims.sub = identity.userId;
     if (identity.email) claims.email = identity.email;
     if (identity.role === "authenticated") claims.aud = "authenticated";
+    if (identity.anonymous) claims.is_anonymous = true;
     await client.query("select set_config('request.jwt.claims', $1, true)", [
       JSON.stringify(claims),
     ]);
+    if (identity.headers) {
+      await client.query("select set_config('request.headers', $1, true)", [
+        JSON.stringify(identity.headers),
+      ]);
+    }
     await client.query(`set local role ${identity.role}`);
     return await fn(client);
   } finally {
