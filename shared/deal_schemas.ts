@@ -34,6 +34,26 @@ export const CreateDealCheckoutInput = z.object({
 /** `create-deal-checkout` response: the hosted checkout to open. */
 export const CreateDealCheckoutOutput = z.object({ url: z.url() });
 
+/** `cancel-deal` request: the deal, and why (kept on the deal's audit). */
+export const CancelDealInput = z.object({
+  dealId: DealId,
+  reason: z.string().trim().min(1).max(500).optional(),
+});
+/**
+ * `cancel-deal` response: the deal, now cancelled; `payment` says what was
+ * stopped at the processor first (the payment intent cancelled, the hosted
+ * checkout expired), `alreadyCancelled` that an earlier call did it.
+ */
+export const CancelDealOutput = z.object({
+  dealId: DealId,
+  status: z.literal("cancelled"),
+  alreadyCancelled: z.boolean(),
+  payment: z.object({
+    paymentIntent: z.enum(["cancelled", "none"]),
+    checkoutSession: z.enum(["expired", "none"]),
+  }),
+});
+
 /** `release-deal-payout` request; `force` releases before the handover is complete. */
 export const ReleaseDealPayoutInput = z.object({
   dealId: DealId,

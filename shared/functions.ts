@@ -5,7 +5,10 @@
  * factory takes a function's access rule and input schema from here (a
  * handler only names itself), tests check every function's answers against
  * its `output`, and the frontend's typed `invoke` reads both schemas. Each
- * entry has its folder under `supabase/functions/` (a test checks it).
+ * entry has its folder under `supabase/functions/` (a test checks it). It
+ * holds the interface's 46 functions and one the team added, `cancel-deal`
+ * (a cancel that stops the payment at the processor first; the reason is
+ * written beside the access table in `tests/shared/functions.test.ts`).
  *
  * @module
  */
@@ -23,6 +26,8 @@ import {
   SetStarterSubscriptionsOutput,
 } from "./billing_schemas.ts";
 import {
+  CancelDealInput,
+  CancelDealOutput,
   CreateDealCheckoutInput,
   CreateDealCheckoutOutput,
   DealSettlementOutput,
@@ -198,6 +203,14 @@ export const FUNCTIONS = {
     summary: "Creates the escrow payment of a deal",
     input: CreateDealPaymentInput,
     output: CreateDealPaymentOutput,
+  },
+  "cancel-deal": {
+    access: "user",
+    group: "deals",
+    summary:
+      "Cancels a deal before it is paid, stopping its payment at the processor first (its buyer, its seller or an admin)",
+    input: CancelDealInput,
+    output: CancelDealOutput,
   },
   "refund-deal-payment": {
     access: "admin",

@@ -12,6 +12,7 @@ import {
   validAnalysis,
 } from "../support/analysis.ts";
 import { sqlTest } from "../support/db.ts";
+import { assertRateLimited } from "../support/rate_limits.ts";
 import { invoke } from "../support/runtime.ts";
 import { createUser, type TestUser } from "../support/sql.ts";
 
@@ -120,8 +121,9 @@ sqlTest(
     const answer = await analyze(first, `${url}?utm_source=mail#pricing`);
     assert.equal(answer.status, 200);
     assert.equal(answer.body.url, url);
-    const hits = await db.pool.query("select key, hits from public.rate_limits where key like $1", [
-      `analyze-project:${second.id}`,
+    const hourly = `analyze-project:hourly:${second.id}`;
+    const hits = await db.pool.query("select key, hits from public.rate_limits where key = $1", [
+      hourly,
     ]);
 
     const again = await analyze(second, url);
@@ -131,10 +133,14 @@ sqlTest(
     assert.equal(aiRequestsFor(url).length, 1, "the model is asked once");
     assert.equal((await ledgerOf(url)).length, 1);
     const after = await db.pool.query("select hits from public.rate_limits where key = $1", [
-      `analyze-project:${second.id}`,
+      hourly,
     ]);
     assert.equal(hits.rowCount, 0);
-    assert.equal(after.rowCount, 0, "a cached answer costs no rate-limit hit");
+    assert.equal(after.rowCount, 0, "a cached answer costs no hourly allowance");
+    const burst = await db.pool.query("select hits from public.rate_limits where key = $1", [
+      `analyze-project:${second.id}`,
+    ]);
+    assert.equal(burst.rows[0]?.hits, 1, "it counts against the per-minute limit of every call");
   },
 );
 
@@ -398,5 +404,25 @@ sqlTest(
     assert.equal(res.status, 503);
     assert.equal(res.body.error?.code, "not_configured");
     assert.equal(setup.requestsFor("/access").length, 0);
+  },
+);
+
+sqlTest(
+  "analyze-project: at most 30 calls a minute per user, cached or not; the 31st answers 429 before any fetch or model call",
+  async () => {
+    const user = await createUser(db.pool);
+    const url = serve("/burst");
+    await assertRateLimited(
+      { limit: 30, windowSeconds: 60 },
+      () => analyze(user, url),
+      () => ai.received.length + setup.site.requests.length,
+    );
+    // One analysis, then 29 answers from the cache: the hourly allowance counted one.
+    assert.equal(aiRequestsFor(url).length, 1);
+    const { rows } = await db.pool.query("select hits from public.rate_limits where key = $1", [
+      `analyze-project:hourly:${user.id}`,
+    ]);
+    assert.equal(rows[0]?.hits, 1);
+    assert.equal((await analyze(await createUser(db.pool), url)).status, 200);
   },
 );

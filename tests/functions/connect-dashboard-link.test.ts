@@ -4,6 +4,7 @@ import onboarding from "../../supabase/functions/connect-onboarding-link/handler
 import { createListing } from "../db/core_fixtures.ts";
 import { billingSetup } from "../support/billing.ts";
 import { sqlTest } from "../support/db.ts";
+import { assertRateLimited } from "../support/rate_limits.ts";
 import { invoke } from "../support/runtime.ts";
 import { createUser, type TestUser } from "../support/sql.ts";
 
@@ -123,5 +124,21 @@ sqlTest(
     assert.deepEqual([gone.status, gone.body.error?.code], [409, "conflict"]);
     assert.deepEqual(gone.body.error?.details, { accountId });
     assert.equal(double.createdCount("login_link"), logins);
+  },
+);
+
+sqlTest(
+  "connect-dashboard-link: at most 10 calls a minute per seller; the 11th answers 429 before any processor request",
+  async () => {
+    const { user, accountId } = await onboardedSeller();
+    double.completeOnboarding(accountId);
+    await assertRateLimited(
+      { limit: 10, windowSeconds: 60 },
+      () => dashboard(user),
+      () => double.requests.length,
+    );
+    const other = await onboardedSeller();
+    double.completeOnboarding(other.accountId);
+    assert.equal((await dashboard(other.user)).status, 200);
   },
 );

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import handler from "../../supabase/functions/connect-onboarding-link/handler.ts";
 import { billingSetup, countRows, payprocEnv } from "../support/billing.ts";
 import { sqlTest } from "../support/db.ts";
+import { assertRateLimited } from "../support/rate_limits.ts";
 import { invoke, testRuntime } from "../support/runtime.ts";
 import { createUser, type TestUser } from "../support/sql.ts";
 
@@ -213,5 +214,19 @@ sqlTest(
     assert.equal(await accountRow(user.id), undefined);
     await withoutKey.close();
     await withoutSite.close();
+  },
+);
+
+sqlTest(
+  "connect-onboarding-link: at most 10 calls a minute per user; the 11th answers 429 before any processor request",
+  async () => {
+    const user = await createUser(db.pool);
+    await assertRateLimited(
+      { limit: 10, windowSeconds: 60 },
+      () => onboard(user),
+      () => double.requests.length,
+    );
+    assert.equal(accountsOf(user.id).length, 1);
+    assert.equal((await onboard(await createUser(db.pool))).status, 200);
   },
 );

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import handler from "../../supabase/functions/customer-portal/handler.ts";
 import { billingSetup, payprocEnv } from "../support/billing.ts";
 import { sqlTest } from "../support/db.ts";
+import { assertRateLimited } from "../support/rate_limits.ts";
 import { invoke, testRuntime } from "../support/runtime.ts";
 import { createUser } from "../support/sql.ts";
 
@@ -74,5 +75,23 @@ sqlTest(
     });
     assert.equal(none.status, 503);
     assert.equal(none.body.error?.code, "not_configured");
+  },
+);
+
+sqlTest(
+  "customer-portal: at most 10 calls a minute per user; the 11th answers 429 before any processor request",
+  async () => {
+    const { user } = await withCustomer();
+    const token = await keys.userToken(user);
+    await assertRateLimited(
+      { limit: 10, windowSeconds: 60 },
+      () => invoke<Answer>(handler, runtime, { token }),
+      () => double.requests.length,
+    );
+    const other = await withCustomer();
+    const served = await invoke<Answer>(handler, runtime, {
+      token: await keys.userToken(other.user),
+    });
+    assert.equal(served.status, 200);
   },
 );

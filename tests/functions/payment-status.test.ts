@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import handler from "../../supabase/functions/payment-status/handler.ts";
-import createDealCheckout from "../../supabase/functions/create-deal-checkout/handler.ts";
 import createDealPayment from "../../supabase/functions/create-deal-payment/handler.ts";
 import releaseDealPayout from "../../supabase/functions/release-deal-payout/handler.ts";
 import { deliver } from "../support/billing.ts";
@@ -12,7 +11,8 @@ import {
   dealState,
   payableDeal,
   payDeal,
-  type TestDeal,
+  startCheckout,
+  startPayment,
 } from "../support/deals.ts";
 import { invoke } from "../support/runtime.ts";
 import { createUser, type TestUser } from "../support/sql.ts";
@@ -53,31 +53,6 @@ async function status(dealId: unknown, user?: TestUser) {
     token: user ? await keys.userToken(user) : undefined,
     body: { dealId },
   });
-}
-
-/** The buyer starts paying through create-deal-payment; returns the intent id. */
-async function startPayment(deal: TestDeal): Promise<string> {
-  const res = await invoke<{ client_secret: string }>(createDealPayment, runtime, {
-    token: await keys.userToken(deal.buyer),
-    body: { dealId: deal.id },
-  });
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-  return res.body.client_secret.split("_secret_")[0]!;
-}
-
-/** The buyer opens a hosted checkout; returns the session id. */
-async function startCheckout(deal: TestDeal): Promise<string> {
-  const res = await invoke<{ url: string }>(createDealCheckout, runtime, {
-    token: await keys.userToken(deal.buyer),
-    body: { dealId: deal.id },
-  });
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-  const { rows } = await db.pool.query<{ id: string }>(
-    "select payproc_checkout_session_id as id from public.deals where id = $1",
-    [deal.id],
-  );
-  assert.ok(rows[0]?.id);
-  return rows[0].id;
 }
 
 function paymentEvents(events: string[]): string[] {
@@ -181,7 +156,7 @@ sqlTest(
   "payment-status: reconciles an intent that succeeded before its webhook — funded once; the late webhook changes nothing",
   async () => {
     const deal = await createDeal(db.pool, { amount: "1250.00" });
-    const intentId = await startPayment(deal);
+    const intentId = await startPayment(setup, deal);
     const before = await status(deal.id, deal.buyer);
     assert.equal(before.body.status, "pending_payment");
     assert.equal(before.body.payment.status, "requires_payment_method");
@@ -232,7 +207,7 @@ sqlTest(
   "payment-status: reconciles a completed hosted checkout before its webhook — funded once; the late webhook changes nothing",
   async () => {
     const deal = await createDeal(db.pool, { amount: "1250.00" });
-    const sessionId = await startCheckout(deal);
+    const sessionId = await startCheckout(setup, deal);
     const completed = double.completeCheckout(sessionId); // no webhook
     const intent = completed.paymentIntent!;
 
@@ -276,7 +251,7 @@ sqlTest(
   "payment-status: a declined attempt shows requires_payment_method and the deal stays pending payment",
   async () => {
     const deal = await createDeal(db.pool);
-    const intentId = await startPayment(deal);
+    const intentId = await startPayment(setup, deal);
     double.failPaymentIntent(intentId);
     const res = await status(deal.id, deal.buyer);
     assert.equal(res.status, 200, JSON.stringify(res.body));

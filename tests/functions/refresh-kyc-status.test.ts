@@ -4,6 +4,7 @@ import { FUNCTIONS } from "../../shared/functions.ts";
 import { createListing } from "../db/core_fixtures.ts";
 import { billingSetup } from "../support/billing.ts";
 import { sqlTest } from "../support/db.ts";
+import { assertRateLimited } from "../support/rate_limits.ts";
 import { EmailDouble } from "../support/email_double.ts";
 import { emailEnv, notificationsOf } from "../support/notifications.ts";
 import { invoke } from "../support/runtime.ts";
@@ -170,5 +171,19 @@ sqlTest(
     assert.deepEqual([gone.status, gone.body.error?.code], [409, "conflict"]);
     assert.deepEqual(gone.body.error?.details, { accountId });
     assert.deepEqual(await rowsOf(user.id), before);
+  },
+);
+
+sqlTest(
+  "refresh-kyc-status: at most 20 calls a minute per seller; the 21st answers 429 before any processor request",
+  async () => {
+    const { user } = await sellerWithAccount();
+    await assertRateLimited(
+      { limit: 20, windowSeconds: 60 },
+      () => refresh(user),
+      () => double.requests.length,
+    );
+    const other = await sellerWithAccount();
+    assert.equal((await refresh(other.user)).status, 200);
   },
 );

@@ -27,6 +27,8 @@ const ORDER = [
   "process-sponsored-activations",
   "send-sponsored-notifications",
   "update-views-count",
+  "stray-refunds",
+  "escrow-alerts",
   "email-retry",
   "offer-expiry",
   "housekeeping",
@@ -317,11 +319,13 @@ sqlTest(
         ["process-sponsored-activations", "succeeded"],
         ["send-sponsored-notifications", "succeeded"],
         ["update-views-count", "succeeded"],
+        ["stray-refunds", "succeeded"],
+        ["escrow-alerts", "succeeded"],
         ["email-retry", "succeeded"],
         ["offer-expiry", "failed"],
         ["housekeeping", "succeeded"],
       ]);
-      const failed = answer.body.results[4]!;
+      const failed = answer.body.results[6]!;
       assert.ok(failed.error?.code);
       assert.equal(failed.counts, undefined);
       const { rows: [offer] } = await db.pool.query(

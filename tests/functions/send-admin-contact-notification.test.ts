@@ -9,7 +9,7 @@ import {
   setPreference,
 } from "../support/notifications.ts";
 import { invoke } from "../support/runtime.ts";
-import { createUser } from "../support/sql.ts";
+import { asRole, createUser } from "../support/sql.ts";
 
 interface DigestBody {
   type: string;
@@ -238,6 +238,88 @@ sqlTest(
         "update public.admin_notification_types set cron_schedule = '10 * * * *' where type = $1",
         [TYPE],
       );
+    }
+  },
+);
+
+sqlTest(
+  "send-admin-contact-notification: the digest after a ceiling hit mentions it, and only that one",
+  async () => {
+    const mentions = /hourly ceiling/;
+    const latestDigest = async (adminId: string) => (await digestsOf(adminId)).at(-1)!;
+
+    // Without a hit: no mention.
+    double.reset();
+    await contact({ message: "Before the rush" });
+    assert.equal((await run()).status, 200);
+    assert.doesNotMatch((await latestDigest(admins[0]!.id)).body, mentions);
+    const before = double.sentTo(admins[0]!.email)[0]?.text ?? "";
+    assert.match(before, /Before the rush/);
+    assert.doesNotMatch(before, mentions);
+
+    // Two visitors from two networks fill a ceiling of 2.
+    await db.pool.query(
+      "update public.client_limits set max_hits = 2 where name = 'contact:ceiling'",
+    );
+    await db.pool.query("delete from public.rate_limits where key = 'contact:ceiling'");
+    try {
+      for (const address of ["192.0.2.10", "192.0.2.11"]) {
+        await asRole(
+          db.pool,
+          { role: "anon", headers: { "x-forwarded-for": address } },
+          async (c) => {
+            await c.query(
+              "insert into public.contact_messages (name, email, message) values ('Bot', $1, 'Spam')",
+              [`bot-${address}@example.test`],
+            );
+            await c.query("commit");
+          },
+        );
+      }
+    } finally {
+      await db.pool.query(
+        "update public.client_limits set max_hits = 100 where name = 'contact:ceiling'",
+      );
+      await db.pool.query("delete from public.rate_limits where key = 'contact:ceiling'");
+    }
+    const { rows } = await db.pool.query<{ reached: string; until: string }>(
+      `select to_char(reached_at at time zone 'UTC', 'HH24:MI') as reached,
+              to_char(window_ends_at at time zone 'UTC', 'HH24:MI') as until
+       from public.contact_ceiling_hits`,
+    );
+    assert.equal(rows.length, 1);
+    const sentence = "The contact form reached its hourly ceiling of 2 messages at " +
+      `${rows[0]!.reached} UTC; messages after that were refused until ${rows[0]!.until} UTC.`;
+
+    double.reset();
+    const res = await run();
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.items, 2);
+    assert.deepEqual(Object.keys(res.body).sort(), [
+      "items",
+      "lastSentAt",
+      "results",
+      "sent",
+      "type",
+    ]);
+    for (const admin of admins) {
+      const notice = await latestDigest(admin.id);
+      assert.ok(notice.body.endsWith(` ${sentence}`), notice.body);
+      const [mail, ...more] = double.sentTo(admin.email);
+      assert.equal(more.length, 0);
+      assert.ok(mail?.text?.includes(sentence), mail?.text ?? "no text");
+      assert.ok(mail?.html?.includes(sentence), mail?.html ?? "no html");
+    }
+
+    // The next digest covers later messages only: no mention.
+    double.reset();
+    await contact({ message: "After the rush" });
+    assert.equal((await run()).status, 200);
+    for (const admin of admins) {
+      assert.doesNotMatch((await latestDigest(admin.id)).body, mentions);
+      const after = double.sentTo(admin.email)[0]?.text ?? "";
+      assert.match(after, /After the rush/);
+      assert.doesNotMatch(after, mentions);
     }
   },
 );

@@ -35,3 +35,30 @@ Deno.test("config.toml has a block for every function, verify_jwt = false only f
     assert.ok(functions.has(name), `config.toml names unknown ${name}`);
   }
 });
+
+/** The `key = value` lines of the top-level table `[name]` (comments dropped, values as written). */
+function tomlTable(toml: string, name: string): Map<string, string> {
+  const settings = new Map<string, string>();
+  let inside = false;
+  for (const raw of toml.split("\n")) {
+    const line = raw.replace(/#.*$/, "").trim();
+    if (line === "") continue;
+    const table = /^\[([^\]]+)\]$/.exec(line);
+    if (table) {
+      inside = table[1]!.trim() === name;
+      continue;
+    }
+    const setting = /^([\w-]+)\s*=\s*(.+)$/.exec(line);
+    if (inside && setting) settings.set(setting[1]!, setting[2]!.trim());
+  }
+  return settings;
+}
+
+Deno.test("config.toml pins enable_anonymous_sign_ins = false in [auth]", async () => {
+  // Anonymous sign-ins are sessions without an account: the database lets
+  // them write nothing (is_signed_in_user()) and the functions answer 403,
+  // but the project does not issue them at all.
+  const auth = tomlTable(await Deno.readTextFile(CONFIG_TOML_PATH), "auth");
+  assert.equal(auth.get("enabled"), "true", "the [auth] table was found");
+  assert.equal(auth.get("enable_anonymous_sign_ins"), "false");
+});

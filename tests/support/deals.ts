@@ -8,6 +8,7 @@
  * @module
  */
 import type pg from "pg";
+import createDealCheckout from "../../supabase/functions/create-deal-checkout/handler.ts";
 import createDealPayment from "../../supabase/functions/create-deal-payment/handler.ts";
 import { createListing } from "../db/core_fixtures.ts";
 import { type BillingSetup, billingSetup, deliver } from "./billing.ts";
@@ -71,18 +72,39 @@ export async function moveDeal(pool: pg.Pool, dealId: string, ...states: string[
   }
 }
 
+/** The buyer starts paying `deal` with create-deal-payment; returns the payment intent's id. */
+export async function startPayment(setup: DealsSetup, deal: TestDeal): Promise<string> {
+  const res = await invoke<{ client_secret: string }>(createDealPayment, setup.runtime, {
+    token: await setup.keys.userToken(deal.buyer),
+    body: { dealId: deal.id },
+  });
+  if (res.status !== 200) throw new Error(`create-deal-payment: ${JSON.stringify(res.body)}`);
+  return res.body.client_secret.split("_secret_")[0]!;
+}
+
+/** The buyer opens a hosted checkout for `deal` with create-deal-checkout; returns the session's id. */
+export async function startCheckout(setup: DealsSetup, deal: TestDeal): Promise<string> {
+  const res = await invoke<{ url: string }>(createDealCheckout, setup.runtime, {
+    token: await setup.keys.userToken(deal.buyer),
+    body: { dealId: deal.id },
+  });
+  if (res.status !== 200) throw new Error(`create-deal-checkout: ${JSON.stringify(res.body)}`);
+  const { rows } = await setup.db.pool.query<{ id: string | null }>(
+    "select payproc_checkout_session_id as id from public.deals where id = $1",
+    [deal.id],
+  );
+  const id = rows[0]?.id;
+  if (!id) throw new Error("create-deal-checkout stored no session");
+  return id;
+}
+
 /**
  * The buyer pays `deal` as the frontend would: create-deal-payment, the
  * processor confirms the intent, and its `payment_intent.succeeded` webhook
  * arrives. Returns the intent id.
  */
 export async function payDeal(setup: DealsSetup, deal: TestDeal): Promise<string> {
-  const res = await invoke<{ client_secret: string }>(createDealPayment, setup.runtime, {
-    token: await setup.keys.userToken(deal.buyer),
-    body: { dealId: deal.id },
-  });
-  if (res.status !== 200) throw new Error(`create-deal-payment: ${JSON.stringify(res.body)}`);
-  const intentId = res.body.client_secret.split("_secret_")[0]!;
+  const intentId = await startPayment(setup, deal);
   const intent = setup.double.setPaymentIntentStatus(intentId, "succeeded");
   const delivered = await deliver(setup, setup.double.event("payment_intent.succeeded", intent));
   if (delivered.status !== 200) throw new Error(`webhook: ${JSON.stringify(delivered.body)}`);

@@ -66,6 +66,27 @@ interface PendingFailure extends FailureRule {
   remaining: number;
 }
 
+/** Which requests {@linkcode HttpDouble.holdNext} holds. */
+export interface HoldRule {
+  /** Only requests with this method (any when omitted). */
+  method?: string;
+  /** Only requests whose path starts with this string or matches this pattern. */
+  path?: string | RegExp;
+}
+
+/** A request held at the door: see {@linkcode HttpDouble.holdNext}. */
+export interface Hold {
+  /** Resolves with the request once it arrived (and is being held). */
+  readonly reached: Promise<RecordedRequest>;
+  /** Lets the request through, to be handled as any other. */
+  release(): void;
+}
+
+interface PendingHold extends HoldRule {
+  arrived(request: RecordedRequest): void;
+  gate: Promise<void>;
+}
+
 /** Builds a JSON response. */
 export function jsonResponse(
   status: number,
@@ -136,6 +157,7 @@ export class HttpDouble implements AsyncDisposable {
   readonly #closing = new AbortController();
   readonly #handler: DoubleHandler | undefined;
   #failures: PendingFailure[] = [];
+  #holds: PendingHold[] = [];
   #closed: Promise<void> | undefined;
   #inFlight = 0;
   readonly #idleWaiters: (() => void)[] = [];
@@ -167,6 +189,22 @@ export class HttpDouble implements AsyncDisposable {
   /** Makes the next matching request(s) fail, delay or hang. */
   failNext(rule: FailureRule = {}): void {
     this.#failures.push({ ...rule, remaining: rule.times ?? 1 });
+  }
+
+  /**
+   * Holds the next request that matches `rule` until the test lets it
+   * through: a deterministic way to make something happen while a client
+   * waits for this double (no timers). Closing the double lets held
+   * requests through too. Keep the client's own timeout longer than the hold.
+   */
+  holdNext(rule: HoldRule = {}): Hold {
+    let arrived!: (request: RecordedRequest) => void;
+    let release!: () => void;
+    const reached = new Promise<RecordedRequest>((resolve) => arrived = resolve);
+    const gate = new Promise<void>((resolve) => release = resolve);
+    this.#closing.signal.addEventListener("abort", () => release(), { once: true });
+    this.#holds.push({ ...rule, arrived, gate });
+    return { reached, release };
   }
 
   /** Recorded requests with this method and a path prefix or pattern. */
@@ -228,6 +266,12 @@ export class HttpDouble implements AsyncDisposable {
 
   async #answer(recorded: RecordedRequest): Promise<Response> {
     this.requests.push(recorded);
+    const hold = this.#holds.find((h) => matches(h, recorded));
+    if (hold) {
+      this.#holds = this.#holds.filter((h) => h !== hold);
+      hold.arrived(recorded);
+      await hold.gate;
+    }
     const failure = this.#takeFailure(recorded);
     if (failure?.delayMs !== undefined) {
       const finished = await this.#wait(failure.delayMs);
@@ -246,10 +290,7 @@ export class HttpDouble implements AsyncDisposable {
   }
 
   #takeFailure(request: RecordedRequest): PendingFailure | undefined {
-    const rule = this.#failures.find((f) =>
-      (f.method === undefined || f.method.toUpperCase() === request.method) &&
-      (f.path === undefined || pathMatches(request.path, f.path))
-    );
+    const rule = this.#failures.find((f) => matches(f, request));
     if (!rule) return undefined;
     rule.remaining -= 1;
     if (rule.remaining <= 0) this.#failures = this.#failures.filter((f) => f !== rule);
@@ -275,6 +316,12 @@ export class HttpDouble implements AsyncDisposable {
       closing.addEventListener("abort", abort);
     });
   }
+}
+
+/** Whether `request` has the rule's method (if any) and path (if any). */
+function matches(rule: HoldRule, request: RecordedRequest): boolean {
+  return (rule.method === undefined || rule.method.toUpperCase() === request.method) &&
+    (rule.path === undefined || pathMatches(request.path, rule.path));
 }
 
 async function recordRequest(raw: Request): Promise<RecordedRequest> {

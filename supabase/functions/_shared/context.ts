@@ -15,6 +15,7 @@ import type { StorageClient } from "./storage.ts";
 /** Per-request dependencies; each is built on first use, so unused ones cost nothing. */
 export class Context {
   #outbox?: Outbox;
+  readonly #afterwards: Array<() => Promise<unknown>> = [];
 
   /** Creates the context of one request. */
   constructor(
@@ -72,8 +73,29 @@ export class Context {
     return this.#outbox;
   }
 
-  /** Finishes what the request left for after its handler: delivers the outbox. */
+  /**
+   * Runs `task` once the handler is done (answered or failed), before the
+   * outbox is delivered: for processor calls that follow a committed
+   * transaction (e.g. refunding a stray payment the webhook just recorded).
+   * A task re-reads what it acts on, since the transaction that queued it may
+   * have rolled back; its failure is logged, never thrown, and whatever it
+   * leaves undone is a job's to finish.
+   */
+  afterwards(task: () => Promise<unknown>): void {
+    this.#afterwards.push(task);
+  }
+
+  /** Finishes what the request left for after its handler: queued tasks, then the outbox. */
   async settle(): Promise<void> {
+    for (const task of this.#afterwards.splice(0)) {
+      try {
+        await task();
+      } catch (error) {
+        this.log.error("a task left for after the request failed; its job will retry it", {
+          error: String(error),
+        });
+      }
+    }
     if (this.#outbox && this.#outbox.size > 0) await this.#outbox.flush();
   }
 }

@@ -17,6 +17,45 @@ const list = z.string().optional().transform((v) =>
   (v ?? "").split(",").map((s) => s.trim()).filter((s) => s.length > 0)
 );
 
+/** One entry of `RATE_LIMITS`: function `name` allows `limit` calls per `windowSeconds`. */
+export interface RateLimitOverride {
+  readonly name: string;
+  readonly limit: number;
+  readonly windowSeconds: number;
+}
+
+/** The largest limit or window `RATE_LIMITS` takes: the database counts in 32-bit integers. */
+const MAX_RATE_LIMIT_VALUE = 2_147_483_647;
+const RATE_LIMIT_ENTRY = /^([a-z0-9][a-z0-9-]*)\s*=\s*(\d+)\s*\/\s*(\d+)$/;
+
+/**
+ * `RATE_LIMITS`: overrides of the limits functions declare, comma-separated
+ * `name=limit/windowSeconds` (e.g. `create-checkout=20/60,payment-status=120/60`),
+ * each a whole number from 1; a function named twice is malformed. Whether
+ * each name is a function that declares a limit is checked by the factory
+ * when it builds (`function.ts`).
+ */
+const rateLimits = z.string().optional().transform((value, ctx) => {
+  const overrides: RateLimitOverride[] = [];
+  for (const entry of (value ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "")) {
+    const [, name, limit, windowSeconds] = RATE_LIMIT_ENTRY.exec(entry) ?? [];
+    const numbers = [Number(limit), Number(windowSeconds)];
+    if (!name || numbers.some((n) => !Number.isInteger(n) || n < 1 || n > MAX_RATE_LIMIT_VALUE)) {
+      ctx.addIssue({
+        code: "custom",
+        message: `"${entry}" is not name=limit/windowSeconds with whole numbers from 1`,
+      });
+      return z.NEVER;
+    }
+    if (overrides.some((o) => o.name === name)) {
+      ctx.addIssue({ code: "custom", message: `"${name}" is named twice` });
+      return z.NEVER;
+    }
+    overrides.push(Object.freeze({ name, limit: numbers[0]!, windowSeconds: numbers[1]! }));
+  }
+  return Object.freeze(overrides) as readonly RateLimitOverride[];
+});
+
 /** Every environment variable the functions read. */
 export const EnvSchema = z.object({
   SUPABASE_URL: optionalUrl,
@@ -44,12 +83,15 @@ export const EnvSchema = z.object({
   EMAIL_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
   SEND_EMAIL_HOOK_SECRET: optionalText,
   HANDOVER_INSPECTION_DAYS: z.coerce.number().int().min(1).max(60).default(7),
+  /** Days a deal's money may sit in escrow before admins are warned (the processor holds 90). */
+  ESCROW_ALERT_DAYS: z.coerce.number().int().min(1).max(89).default(75),
   AIMODEL_API_KEY: optionalText,
   AIMODEL_BASE_URL: optionalUrl,
   AIMODEL_PRIMARY: z.string().min(1).default("claude-haiku-4-5"),
   AIMODEL_FALLBACK: z.string().min(1).default("claude-sonnet-4-5"),
   AIMODEL_TIMEOUT_MS: z.coerce.number().int().min(1000).max(120_000).default(30_000),
   ANALYZE_RATE_PER_HOUR: z.coerce.number().int().min(1).max(10_000).default(10),
+  RATE_LIMITS: rateLimits,
 });
 
 /** Validated configuration values. */

@@ -8,6 +8,11 @@
  * limits, the error model, the request id and one structured log line per
  * request. Handlers receive validated input, the caller and `ctx`.
  *
+ * A declared rate limit may be overridden per deployment with `RATE_LIMITS`
+ * (see `env.ts`); the factory applies the override when it binds a function
+ * to a runtime, and refuses there an override naming a function that is not
+ * in the catalog or that declares no limit.
+ *
  * @module
  */
 import { Hono } from "hono/quick";
@@ -24,6 +29,7 @@ import { ACCESS_RULES, authorize, authorizeDeal, type CallerFor } from "./access
 import { DEFAULT_BODY_LIMIT, parseJsonObject, readBodyText } from "./body.ts";
 import type { Caller } from "./caller.ts";
 import { Context } from "./context.ts";
+import type { RateLimitOverride } from "./env.ts";
 import { HttpError } from "./errors.ts";
 import { requestIdOf } from "./headers.ts";
 import { describeError } from "./log.ts";
@@ -78,12 +84,18 @@ export interface FunctionOptions<A extends Access, I, O, G extends FunctionGroup
 /** What a handler of function `N` returns: what its output schema accepts. */
 export type HandlerOutput<N extends FunctionName> = z.input<FunctionEntryOf<N>["output"]>;
 
+/** What a declared function exposes of its declaration (tests and docs read it). */
+export interface FunctionDefinition extends FunctionSpec<Access, z.ZodType | undefined> {
+  /** The per-caller limit it declares (a deployment may override it: `RATE_LIMITS`). */
+  rateLimit?: Readonly<RateLimit>;
+}
+
 /** A declared function: a fetch handler, plus a way to run it on another runtime. */
 export interface EdgeFunction {
   /** Serves a request on the isolate's default runtime. */
   (request: Request): Promise<Response>;
-  /** The facts it was declared with. */
-  readonly definition: Readonly<FunctionSpec<Access, z.ZodType | undefined>>;
+  /** The facts it was declared with (frozen). */
+  readonly definition: Readonly<FunctionDefinition>;
   /** A fetch handler bound to `runtime` (local server, tests). */
   with(runtime: Runtime): (request: Request) => Promise<Response>;
 }
@@ -134,10 +146,12 @@ export function createFunction<
   if (options.rateLimit && (access === "webhook" || options.rateLimit.limit < 1)) {
     throw new Error(`Cannot define function "${name}": a rate limit needs a caller and limit >= 1`);
   }
+  const declaredLimit = options.rateLimit && Object.freeze({ ...options.rateLimit });
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const apps = new WeakMap<Runtime, (request: Request) => Promise<Response>>();
 
   const build = (runtime: Runtime) => {
+    const rateLimit = effectiveRateLimit(name, declaredLimit, runtime.env.values.RATE_LIMITS);
     type Vars = { ctx: Context; caller: string; headers: Array<[string, string]>; code?: string };
     const app = new Hono<{ Variables: Vars }>();
     const preflight = Object.entries(runtime.cors.preflightHeaders());
@@ -176,9 +190,7 @@ export function createFunction<
         caller = await runtime.tokens.verify(c.req.header("authorization") ?? null);
         c.set("caller", caller.kind);
         await authorize(spec, caller, ctx);
-        if (options.rateLimit) {
-          await enforceRateLimit(ctx, rateLimitKey(name, caller), options.rateLimit);
-        }
+        if (rateLimit) await enforceRateLimit(ctx, rateLimitKey(name, caller), rateLimit);
       }
       const rawBody = await readBodyText(c.req.raw, bodyLimit);
       let input: unknown = undefined;
@@ -250,9 +262,40 @@ export function createFunction<
   };
 
   const edge = ((request: Request) => bound(defaultRuntime())(request)) as EdgeFunction;
-  Object.defineProperty(edge, "definition", { value: Object.freeze({ ...spec }) });
+  const definition: FunctionDefinition = { ...spec };
+  if (declaredLimit) definition.rateLimit = declaredLimit;
+  Object.defineProperty(edge, "definition", { value: Object.freeze(definition) });
   Object.defineProperty(edge, "with", { value: bound });
   return edge;
+}
+
+/**
+ * The limit function `name` enforces on a runtime: `declared`, or the
+ * runtime's `RATE_LIMITS` override of it. Throws (the function's cold start
+ * on that runtime) when an override names a function that is not in the
+ * catalog, or names this function while it declares no limit: its callers
+ * would share one counter (webhooks, and public or scheduled callers, are
+ * counted by kind, not by user).
+ */
+function effectiveRateLimit(
+  name: string,
+  declared: Readonly<RateLimit> | undefined,
+  overrides: readonly RateLimitOverride[],
+): Readonly<RateLimit> | undefined {
+  const unknown = overrides.find((override) => !Object.hasOwn(FUNCTIONS, override.name));
+  if (unknown) {
+    throw new Error(
+      `Cannot define function "${name}": RATE_LIMITS names "${unknown.name}", which is not in the catalog`,
+    );
+  }
+  const override = overrides.find((candidate) => candidate.name === name);
+  if (!override) return declared;
+  if (!declared) {
+    throw new Error(
+      `Cannot define function "${name}": RATE_LIMITS sets a limit for it, but it declares no rate limit to override`,
+    );
+  }
+  return Object.freeze({ limit: override.limit, windowSeconds: override.windowSeconds });
 }
 
 /** The body parsed by `schema`; 400 `invalid_input` listing zod's issues otherwise. */

@@ -1,10 +1,11 @@
 /**
- * `connect-dashboard-link` (seller): a one-time login link to the seller's
- * Express dashboard at the processor (payouts, bank details, tax forms).
- * The account is re-read first and mirrored, so the decision is made on its
- * state now: until onboarding is complete (`details_submitted`), and for a
- * seller without a payout account, 409 `conflict` with
- * `details.next = "connect-onboarding-link"`. Answers `{ url }`.
+ * `connect-dashboard-link` (seller, at most 10 calls a minute): a one-time
+ * login link to the seller's Express dashboard at the processor (payouts,
+ * bank details, tax forms). The account is re-read first and mirrored, so
+ * the decision is made on its state now: until onboarding is complete
+ * (`details_submitted`), and for a seller without a payout account, 409
+ * `conflict` with `details.next = "connect-onboarding-link"`. Answers
+ * `{ url }`.
  *
  * @module
  */
@@ -13,6 +14,8 @@ import { conflict } from "../_shared/errors.ts";
 import { defineFunction } from "../_shared/function.ts";
 
 export default defineFunction("connect-dashboard-link", {
+  // Each call re-reads the account and creates a login link at the processor.
+  rateLimit: { limit: 10, windowSeconds: 60 },
   async handle({ caller, ctx }) {
     const account = await requirePayoutAccount(ctx, caller.id, "Cannot open the payout dashboard");
     if (!account.detailsSubmitted) {

@@ -1,11 +1,12 @@
 /**
- * `connect-onboarding-link` (signed-in user): the user's payout account —
- * created once, Express with the transfers capability, and stored — and a
- * hosted onboarding page for it. Any signed-in user may call it: starting
- * onboarding is how a user without a listing becomes a seller. Answers
- * `{ url }` of an `account_onboarding` account link; the page sends the
- * seller back to `$SITE_URL/seller/payouts?onboarding=return` when done, or
- * to `?onboarding=refresh` when the link expired (call this again for a new
+ * `connect-onboarding-link` (signed-in user, at most 10 calls a minute): the
+ * user's payout account — created once, Express with the transfers
+ * capability, and stored — and a hosted onboarding page for it. Any
+ * signed-in user may call it: starting onboarding is how a user without a
+ * listing becomes a seller. Answers `{ url }` of an `account_onboarding`
+ * account link; the page sends the seller back to
+ * `$SITE_URL/seller/payouts?onboarding=return` when done, or to
+ * `?onboarding=refresh` when the link expired (call this again for a new
  * one). Links are single-use, so every call makes a new one.
  *
  * @module
@@ -16,6 +17,8 @@ import { ensurePayoutAccount } from "../_shared/connect/payout_account.ts";
 import { defineFunction } from "../_shared/function.ts";
 
 export default defineFunction("connect-onboarding-link", {
+  // Each call creates an account link at the processor (and, once, the account).
+  rateLimit: { limit: 10, windowSeconds: 60 },
   async handle({ caller, ctx }) {
     // Before anything is created: 503 not_configured without SITE_URL.
     const refreshUrl = siteUrl(ctx.env, "/seller/payouts?onboarding=refresh");

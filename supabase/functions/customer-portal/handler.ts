@@ -1,7 +1,8 @@
 /**
- * `customer-portal` (signed-in user): a billing portal session for the
- * user's processor customer that returns to `SITE_URL`. 404 while the user
- * has no customer (no checkout yet). Answers `{ url }`.
+ * `customer-portal` (signed-in user, at most 10 calls a minute): a billing
+ * portal session for the user's processor customer that returns to
+ * `SITE_URL`. 404 while the user has no customer (no checkout yet). Answers
+ * `{ url }`.
  *
  * @module
  */
@@ -18,6 +19,8 @@ function noCustomer() {
 }
 
 export default defineFunction("customer-portal", {
+  // Each call creates a portal session at the processor.
+  rateLimit: { limit: 10, windowSeconds: 60 },
   async handle({ caller, ctx }) {
     const customer = await storedCustomerId(ctx.db, caller.id);
     if (!customer) throw noCustomer();

@@ -1,11 +1,12 @@
 /**
- * `refresh-kyc-status` (seller): re-reads the seller's payout account from
- * the processor, writes its KYC and payout status to `connect_accounts` and
- * the profile (a change of payouts sends the seller-verification notices,
- * once), and answers `{ summary: { currently_due_count, past_due_count,
- * disabled_reason, payouts_enabled } }` (interface §2; `disabled_reason` is
- * "" when the account is not disabled). A seller without a payout account
- * gets 409 `conflict` with `details.next = "connect-onboarding-link"`.
+ * `refresh-kyc-status` (seller, at most 20 calls a minute): re-reads the
+ * seller's payout account from the processor, writes its KYC and payout
+ * status to `connect_accounts` and the profile (a change of payouts sends the
+ * seller-verification notices, once), and answers `{ summary: {
+ * currently_due_count, past_due_count, disabled_reason, payouts_enabled } }`
+ * (interface §2; `disabled_reason` is "" when the account is not disabled).
+ * A seller without a payout account gets 409 `conflict` with
+ * `details.next = "connect-onboarding-link"`.
  *
  * @module
  */
@@ -13,6 +14,8 @@ import { requirePayoutAccount } from "../_shared/connect/payout_account.ts";
 import { defineFunction } from "../_shared/function.ts";
 
 export default defineFunction("refresh-kyc-status", {
+  // Each call re-reads the payout account at the processor.
+  rateLimit: { limit: 20, windowSeconds: 60 },
   async handle({ caller, ctx }) {
     const account = await requirePayoutAccount(
       ctx,

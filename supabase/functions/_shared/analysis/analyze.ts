@@ -20,10 +20,14 @@ import { extractPage } from "./extract.ts";
 import { analysisRequest, MAX_PAGE_TEXT_CHARS } from "./prompt.ts";
 import { cachedAnalysis, recordAnalysis } from "./store.ts";
 
+/** The hourly allowance's counter (the factory's burst limit counts under "analyze-project"). */
+const HOURLY_ALLOWANCE = "analyze-project:hourly";
+
 /**
- * Analyzes the project at `rawUrl` for `user`. The hourly allowance is the
- * factory's rate limit (same counter and key), taken here rather than by the
- * factory because a cached answer must not spend it.
+ * Analyzes the project at `rawUrl` for `user`. The hourly allowance is a
+ * rate limit of its own, apart from the factory's per-minute burst limit on
+ * every call, taken here rather than by the factory because a cached answer
+ * must not spend it.
  */
 export async function analyzeProject(
   ctx: Context,
@@ -37,7 +41,7 @@ export async function analyzeProject(
   if (cached) return cached;
 
   ctx.env.require("AIMODEL_API_KEY"); // before the caller's allowance or the page is spent
-  await enforceRateLimit(ctx, rateLimitKey("analyze-project", user), {
+  await enforceRateLimit(ctx, rateLimitKey(HOURLY_ALLOWANCE, user), {
     limit: ctx.env.values.ANALYZE_RATE_PER_HOUR,
     windowSeconds: 3600,
   });

@@ -7,7 +7,9 @@
  * @module
  */
 import type { Context } from "../context.ts";
+import { ESCROW_ALERTS_JOB, runEscrowAlerts } from "../deals/escrow_alerts.ts";
 import { OFFER_EXPIRY_JOB, runOfferExpiry } from "../deals/offer_expiry.ts";
+import { runStrayRefunds, STRAY_REFUNDS_JOB } from "../deals/stray_payments.ts";
 import { EMAIL_RETRY_JOB, runEmailRetry } from "../email/retry.ts";
 import { HOUSEKEEPING_JOB, runHousekeeping } from "../housekeeping/prune.ts";
 import type { JobSkipped } from "../jobs/guard.ts";
@@ -24,12 +26,16 @@ export interface DailySubJob {
 
 /**
  * The daily sub-jobs in order: placements change before sellers are told
- * about them; the e-mail retry comes after the jobs that send e-mail.
+ * about them; the deal money checks (stray payments still to refund, long
+ * escrow holds) come before the e-mail retry, which comes after every job
+ * that sends e-mail.
  */
 export const DAILY_SUB_JOBS: readonly DailySubJob[] = [
   { job: SPONSORED_ACTIVATIONS_JOB, run: (ctx) => runSponsoredActivations(ctx) },
   { job: SPONSORED_NOTICES_JOB, run: runSponsoredNotifications },
   { job: VIEW_FOLD_JOB, run: runViewFold },
+  { job: STRAY_REFUNDS_JOB, run: runStrayRefunds },
+  { job: ESCROW_ALERTS_JOB, run: runEscrowAlerts },
   { job: EMAIL_RETRY_JOB, run: runEmailRetry },
   { job: OFFER_EXPIRY_JOB, run: runOfferExpiry },
   { job: HOUSEKEEPING_JOB, run: runHousekeeping },

@@ -4,7 +4,8 @@
  * `payment_intent.canceled`, and `checkout.session.completed` in payment
  * mode. Each re-reads the intent (and the session) from the processor and
  * applies what it read (`payments.ts`); a replayed or older event finds the
- * deal already funded and changes nothing.
+ * deal already funded and changes nothing. A payment the deal cannot take
+ * is recorded and refunded once (`stray_payments.ts`).
  *
  * @module
  */
@@ -40,6 +41,12 @@ async function writePayment(
   switch (outcome.result) {
     case "refused":
       return skipped(outcome.reason);
+    case "stray":
+      return applied(
+        outcome.recorded
+          ? `deal ${outcome.deal.id} cannot take this payment (${outcome.reason}): refunding it`
+          : "already recorded as a payment to refund",
+      );
     case "funded":
       return applied(`deal ${outcome.deal.id} funded`);
     case "failed":

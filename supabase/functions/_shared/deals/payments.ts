@@ -17,6 +17,7 @@ import { processorCurrency, toMinorUnits } from "../money.ts";
 import { orNullIfMissing } from "../billing/processor.ts";
 import { DEAL_COLUMNS, dealIdOf, type DealRow, findDeal, transitionDeal } from "./deal_rows.ts";
 import { queuePaymentNotices } from "./payment_notices.ts";
+import { recordStrayPayment, type StrayReason } from "./stray_payments.ts";
 
 /** A payment intent read from the processor, and what ties it to its deal. */
 export interface PaymentRead {
@@ -65,13 +66,17 @@ export async function readDealPayment(
 /** What {@linkcode applyDealPayment} did. */
 export type PaymentApplied =
   | { result: "funded" | "failed" | "updated" | "unchanged"; deal: DealRow }
+  | { result: "stray"; reason: StrayReason; recorded: boolean; deal: DealRow }
   | { result: "refused"; reason: string; deal: DealRow | null };
 
 /**
  * Applies a read payment in transaction `sql`: mirrors its status (unless a
  * newer read is stored), funds a deal pending payment when it succeeded
  * (commission frozen by `transition_deal`; `payment_received` notices), and
- * tells the buyer when an attempt failed (`payment_failed`).
+ * tells the buyer when an attempt failed (`payment_failed`). A payment that
+ * succeeded but cannot fund its deal — cancelled, paid by another payment,
+ * not its payment — is recorded stray and refunded (`stray_payments.ts`);
+ * it never touches the deal's own payment columns.
  */
 export async function applyDealPayment(
   ctx: Context,
@@ -83,13 +88,22 @@ export async function applyDealPayment(
   if (!deal) return { result: "refused", reason: `deal "${read.dealId}" does not exist`, deal };
   const ours = deal.payproc_payment_intent_id === intent.id ||
     (read.sessionId !== null && read.sessionId === deal.payproc_checkout_session_id);
+  const matches = intent.amount === toMinorUnits(deal.amount, deal.currency) &&
+    intent.currency === processorCurrency(deal.currency);
+  const charge = typeof intent.latest_charge === "string"
+    ? intent.latest_charge
+    : intent.latest_charge?.id ?? null;
+  if (intent.status === "succeeded") {
+    const stray = strayReasonOf(deal, { ours, matches, charge });
+    if (stray) {
+      const recorded = await recordStrayPayment(ctx, sql, deal.id, intent, stray);
+      return { result: "stray", reason: stray, recorded, deal };
+    }
+  }
   if (!ours) {
     return { result: "refused", reason: "the payment intent is not this deal's payment", deal };
   }
-  if (
-    intent.amount !== toMinorUnits(deal.amount, deal.currency) ||
-    intent.currency !== processorCurrency(deal.currency)
-  ) {
+  if (!matches) {
     return {
       result: "refused",
       reason: "the payment's amount or currency is not the deal's",
@@ -97,9 +111,6 @@ export async function applyDealPayment(
     };
   }
   const fresh = deal.payment_synced_at === null || read.readAt >= deal.payment_synced_at;
-  const charge = typeof intent.latest_charge === "string"
-    ? intent.latest_charge
-    : intent.latest_charge?.id ?? null;
   let current = deal;
   if (fresh) {
     current = await sql.one<DealRow>(
@@ -115,13 +126,6 @@ export async function applyDealPayment(
     );
   }
   if (intent.status === "succeeded") {
-    if (deal.status === "cancelled") {
-      return {
-        result: "refused",
-        reason: "the deal was cancelled before its payment succeeded: refund it at the processor",
-        deal: current,
-      };
-    }
     if (deal.status !== "pending_payment") return { result: "unchanged", deal: current };
     const funded = await transitionDeal(sql, deal.id, "funded", "payment_succeeded", {
       payprocObject: intent.id,
@@ -137,4 +141,22 @@ export async function applyDealPayment(
     return { result: "failed", deal: current };
   }
   return { result: fresh ? "updated" : "unchanged", deal: current };
+}
+
+/**
+ * Why deal `deal` cannot take a succeeded payment, or null when it can (it
+ * funds the deal, or it is the payment that already did).
+ */
+function strayReasonOf(
+  deal: DealRow,
+  payment: { ours: boolean; matches: boolean; charge: string | null },
+): StrayReason | null {
+  if (!payment.ours) return "not_the_deal_payment";
+  if (!payment.matches) return "amount_mismatch";
+  if (deal.status === "cancelled") return "deal_cancelled";
+  // Funded by another charge: this is a second payment of the same deal.
+  if (deal.payproc_charge_id !== null && deal.payproc_charge_id !== payment.charge) {
+    return "deal_already_paid";
+  }
+  return null;
 }

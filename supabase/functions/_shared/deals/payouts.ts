@@ -11,9 +11,15 @@
  * 3. Transfer, outside any transaction. A pending row found by the claim
  *    (another call running, or one that crashed) is resumed: the processor
  *    is asked first whether the transfer exists, then asked again with the
- *    same key — never a second transfer.
+ *    same key — never a second transfer. Right before the processor is asked
+ *    to transfer, the deal is checked again under its lock: a dispute (or a
+ *    refund at the processor) that came after the claim stops the payout,
+ *    the row `failed` (no money moved), 409.
  * 4. Finish, in a short transaction: the row `succeeded` with the transfer
- *    id, the deal `completed`, the `payout_released` notices.
+ *    id, the deal `completed`, the `payout_released` notices. A dispute that
+ *    opened in the moment between the last check and the transfer leaves
+ *    the deal `disputed`: the payout is recorded on it and the admins hear
+ *    of it (the dispute's webhook completes the deal if it is won).
  *
  * @module
  */
@@ -25,6 +31,7 @@ import type { Sql } from "../db.ts";
 import { conflict, notFound } from "../errors.ts";
 import { processorCurrency, toMinorUnits } from "../money.ts";
 import { type DealRow, findDeal, transferGroupOf, transitionDeal } from "./deal_rows.ts";
+import { recordPayoutDuringDispute } from "./late_disputes.ts";
 import { queuePaymentNotices } from "./payment_notices.ts";
 import {
   recordRefusal,
@@ -169,6 +176,7 @@ async function makeTransfer(
     );
     if (made) return made;
   }
+  await recheckBeforeTransfer(ctx, row);
   try {
     return await payproc.transfers.create(
       {
@@ -195,9 +203,36 @@ async function makeTransfer(
 }
 
 /**
+ * Under the deal's lock, right before the transfer: the deal may still be
+ * paid out (funded or in handover: no dispute, no refund since the claim)
+ * and the claim is still this attempt's. Otherwise the claim is released as
+ * `failed` — no money moved, so a later attempt takes a new key — and the
+ * caller gets 409 (`disputed`, or `deal_not_payable`).
+ */
+async function recheckBeforeTransfer(ctx: Context, row: SettlementRow): Promise<void> {
+  const stopped = await ctx.db.tx(async (sql) => {
+    const deal = (await findDeal(sql, row.deal_id, { lock: true }))!;
+    if (deal.status === "funded" || deal.status === "in_handover") return null;
+    const why = deal.status === "disputed"
+      ? "the buyer's bank opened a dispute"
+      : `the deal is ${deal.status.replace("_", " ")}`;
+    await recordRefusal(sql, row, `Stopped before the transfer: ${why}`);
+    return { why, status: deal.status };
+  });
+  if (stopped) {
+    throw conflict(`Cannot release the payout: ${stopped.why}`, {
+      reason: stopped.status === "disputed" ? "disputed" : "deal_not_payable",
+      status: stopped.status,
+    });
+  }
+}
+
+/**
  * Under the deal's lock: the payout row `succeeded` with `transferId` (once;
  * a concurrent finisher finds it done), the deal `completed` and the seller
  * and buyer told. Also used by nothing else: the webhook has no payout event.
+ * A deal disputed in the moment before the transfer stays `disputed`; the
+ * payout is recorded on it and every admin is told.
  */
 async function finishPayout(
   ctx: Context,
@@ -220,6 +255,8 @@ async function finishPayout(
       payprocObject: transferId,
       actor,
     });
+  } else if (deal.status === "disputed") {
+    await recordPayoutDuringDispute(ctx, sql, deal, transferId);
   }
   await queuePaymentNotices(ctx, sql, deal.id, "payout_released");
 }

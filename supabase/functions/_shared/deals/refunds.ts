@@ -4,8 +4,10 @@
  * the refund row under the deal's lock, call the processor outside any
  * transaction, finish briefly. While a payout is pending the refund is
  * refused; after it was released, only with `reverseTransfer`, which
- * reverses the transfer first (key `reversal:<dealId>`). `completeRefund`
- * is shared with the webhook's `charge.refunded`.
+ * reverses the transfer first (key `reversal:<dealId>`). When a dispute on
+ * a completed deal's charge decides where the buyer's money goes (open, or
+ * lost), `reverseTransfer` only takes the payout back and no refund is made.
+ * `completeRefund` is shared with the webhook's `charge.refunded`.
  *
  * @module
  */
@@ -15,6 +17,7 @@ import type { Context } from "../context.ts";
 import type { Sql } from "../db.ts";
 import { conflict, notFound } from "../errors.ts";
 import { type DealRow, findDeal, transitionDeal } from "./deal_rows.ts";
+import { OPEN_DISPUTE } from "./late_disputes.ts";
 import { queuePaymentNotices } from "./payment_notices.ts";
 import {
   type DealSettlements,
@@ -49,7 +52,12 @@ export async function refundDeal(ctx: Context, request: RefundRequest): Promise<
   if (!deal) throw notFound(`Deal "${request.dealId}" does not exist`);
   const before = await settlementsOf(ctx.db, deal.id);
   if (before.refund?.status === "succeeded") return await settlementAnswer(ctx.db, deal.id);
-  if (before.refund?.status !== "pending") refuseUnlessRefundable(deal, before, request);
+  if (before.refund?.status !== "pending") {
+    refuseUnlessRefundable(deal, before, request);
+    if (deal.status === "completed" && (await disputeDecides(ctx, deal))) {
+      return await reverseForDispute(ctx, deal, before, request.actor);
+    }
+  }
   const claim = await ctx.db.tx((sql) => claimRefund(sql, request));
   const { row, resumed, current, payout } = claim;
   if (row.status === "succeeded") return await settlementAnswer(ctx.db, deal.id);
@@ -92,6 +100,47 @@ function refuseUnlessRefundable(
   }
 }
 
+/**
+ * Whether a dispute decides where the buyer's money goes: one is open on the
+ * deal's charge (and the processor would refuse a refund), or was lost (the
+ * bank gave the money back). Asked only for completed deals — a dispute
+ * while the money is in escrow makes the deal `disputed` instead.
+ */
+async function disputeDecides(ctx: Context, deal: DealRow): Promise<boolean> {
+  if (!deal.payproc_charge_id) return false;
+  const payproc = await ctx.payproc();
+  const disputes = await payproc.disputes.list({ charge: deal.payproc_charge_id, limit: 10 });
+  return disputes.data.some((d) =>
+    d.status === "lost" || (OPEN_DISPUTE.includes(d.status) && !d.is_charge_refundable)
+  );
+}
+
+/**
+ * A completed deal whose charge is disputed: the payout is taken back from
+ * the seller (with `reverseTransfer`), and no refund is made — the dispute
+ * returns the buyer's money if it is lost. Without a payout left to take
+ * back, 409 `disputed`.
+ */
+async function reverseForDispute(
+  ctx: Context,
+  deal: DealRow,
+  { payout }: DealSettlements,
+  actor: string,
+): Promise<SettlementAnswer> {
+  if (payout?.status !== "succeeded") {
+    throw conflict(
+      "Cannot refund a disputed payment: the dispute decides where the buyer's money goes",
+      { reason: "disputed" },
+    );
+  }
+  const reversalId = await reversePayout(ctx, deal, payout);
+  await ctx.db.query(
+    "select public.record_deal_event($1, 'payout_reversed_for_dispute', $2, '{}'::jsonb, $3)",
+    [deal.id, reversalId ?? payout.payproc_id, actor],
+  );
+  return await settlementAnswer(ctx.db, deal.id);
+}
+
 /** A claimed refund: its row, and the deal and payout as the claim saw them under the lock. */
 interface RefundClaim {
   row: SettlementRow;
@@ -130,8 +179,15 @@ async function claimRefund(sql: Sql, request: RefundRequest): Promise<RefundClai
   return claimed(row, false);
 }
 
-/** Takes the released payout back (once: the transfer is read first, the key is per deal). */
-async function reversePayout(ctx: Context, deal: DealRow, payout: SettlementRow): Promise<void> {
+/**
+ * Takes the released payout back (once: the transfer is read first, the key
+ * is per deal) and answers the reversal's id.
+ */
+async function reversePayout(
+  ctx: Context,
+  deal: DealRow,
+  payout: SettlementRow,
+): Promise<string | null> {
   const payproc = await ctx.payproc();
   const transfer = await payproc.transfers.retrieve(payout.payproc_id!);
   let reversalId = transfer.amount_reversed >= transfer.amount
@@ -151,6 +207,7 @@ async function reversePayout(ctx: Context, deal: DealRow, payout: SettlementRow)
     }
   }
   await markPayoutReversed(ctx.db, transfer.id, reversalId);
+  return reversalId;
 }
 
 /** The payout with transfer `transferId` is `reversed` (idempotent). */

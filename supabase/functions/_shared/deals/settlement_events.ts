@@ -1,14 +1,16 @@
 /**
  * Webhook handlers of what happens to a deal's money after it was paid:
- * `charge.refunded` (a refund, ours or the dashboard's), `charge.dispute.created`
- * and `charge.dispute.closed` (the buyer's bank), `transfer.reversed` (a
- * payout taken back). Each re-reads its object from the processor and
+ * `charge.refunded` (a refund, ours or the dashboard's; also of a stray
+ * payment), `charge.dispute.created`, `.updated` and `.closed` (the buyer's
+ * bank; after the money left escrow they reach the admins), `transfer.reversed`
+ * (a payout taken back). Each re-reads its object from the processor and
  * decides from that, not from the event: a dispute is open, won or lost as
  * the processor says now, so events arriving late or twice change nothing.
  *
  * @module
  */
 import type Stripe from "stripe";
+import type { Context } from "../context.ts";
 import type { Sql } from "../db.ts";
 import { orNullIfMissing } from "../billing/processor.ts";
 import {
@@ -20,7 +22,10 @@ import {
   type WebhookResult,
 } from "../billing/webhook_types.ts";
 import { findDealByCharge, transitionDeal } from "./deal_rows.ts";
+import { OPEN_DISPUTE, recordLateDispute } from "./late_disputes.ts";
 import { completeRefund, markPayoutReversed } from "./refunds.ts";
+import { settlementsOf } from "./settlements.ts";
+import { completeStrayRefund, strayPaymentOfCharge } from "./stray_payments.ts";
 
 type Read<T> = { object: T } | { refusal: string };
 
@@ -42,7 +47,15 @@ const onChargeRefunded: WebhookHandler<EventOf<"charge.refunded">, Read<ChargeRe
     if ("refusal" in read) return skipped(read.refusal);
     const { charge, refundId } = read.object;
     const deal = await findDealByCharge(sql, charge.id);
-    if (!deal) return skipped("no deal holds this charge");
+    if (!deal) {
+      const stray = await strayPaymentOfCharge(sql, charge.id);
+      if (!stray || !charge.refunded || refundId === null) {
+        return skipped("no deal holds this charge");
+      }
+      return await completeStrayRefund(ctx, sql, stray.intentId, refundId)
+        ? applied(`a payment of deal ${stray.dealId} it could not take was refunded`)
+        : applied("already up to date");
+    }
     if (!charge.refunded || refundId === null) {
       return skipped("a partial refund: deals are refunded in full only");
     }
@@ -52,38 +65,89 @@ const onChargeRefunded: WebhookHandler<EventOf<"charge.refunded">, Read<ChargeRe
   },
 };
 
-/** Dispute statuses while the bank has not decided. */
-const OPEN_DISPUTE: readonly string[] = [
-  "warning_needs_response",
-  "warning_under_review",
-  "needs_response",
-  "under_review",
-];
-
-/** Applies a dispute as the processor has it now (open, won or lost) to its deal. */
-async function applyDispute(sql: Sql, dispute: Stripe.Dispute): Promise<WebhookResult> {
+/**
+ * Applies a dispute as the processor has it now (open, won or lost) to its
+ * deal. While the money is in escrow the deal moves (disputed, back to
+ * funded, refunded). Once it left — paid out to the seller, refunded to the
+ * buyer, or a stray payment already returned — nothing moves, but the
+ * dispute is recorded on the deal and every admin is told, once per dispute
+ * (`late_disputes.ts`).
+ */
+async function applyDispute(
+  ctx: Context,
+  sql: Sql,
+  dispute: Stripe.Dispute,
+): Promise<WebhookResult> {
   const chargeId = typeof dispute.charge === "string" ? dispute.charge : dispute.charge.id;
   const deal = await findDealByCharge(sql, chargeId, { lock: true });
-  if (!deal) return skipped("no deal holds the disputed charge");
+  if (!deal) {
+    const stray = await strayPaymentOfCharge(sql, chargeId);
+    if (!stray) return skipped("no deal holds the disputed charge");
+    return await recordLateDispute(ctx, sql, stray.dealId, dispute, "returned_payment");
+  }
+  const { payout } = await settlementsOf(sql, deal.id);
+  const paidOut = payout?.status === "succeeded";
   const move = (to: "disputed" | "funded" | "refunded", cause: string) =>
-    transitionDeal(sql, deal.id, to, cause, { payprocObject: dispute.id })
-      .then(() => applied(`deal ${deal.id} ${to}`));
-  if (OPEN_DISPUTE.includes(dispute.status)) {
+    transitionDeal(sql, deal.id, to, cause, { payprocObject: dispute.id });
+  const open = OPEN_DISPUTE.includes(dispute.status);
+  if (deal.status === "completed" || deal.status === "refunded") {
+    // A dispute that moved the deal while its money was in escrow (opened,
+    // won, lost) is not late: its events, replayed or reordered, are done.
+    if (await movedDeal(sql, deal.id, dispute.id)) return applied("already up to date");
+  }
+  if (deal.status === "completed") {
+    const result = await recordLateDispute(ctx, sql, deal.id, dispute, "payout");
+    // Lost after the payout was taken back: the buyer got the money through
+    // the bank, and the seller has it no more.
+    if (dispute.status === "lost" && payout?.status === "reversed") {
+      await move("refunded", "dispute_lost");
+      return applied(`deal ${deal.id} refunded (dispute lost after the payout was reversed)`);
+    }
+    return result;
+  }
+  if (deal.status === "refunded") {
+    return await recordLateDispute(ctx, sql, deal.id, dispute, "refund");
+  }
+  if (open) {
     if (deal.status === "funded" || deal.status === "in_handover") {
-      return await move("disputed", "dispute_opened");
+      await move("disputed", "dispute_opened");
+      return applied(`deal ${deal.id} disputed`);
     }
     if (deal.status === "disputed") return applied("already up to date");
     return skipped(`a dispute on a deal that is ${deal.status}: handle it at the processor`);
   }
   if (dispute.status === "lost") {
-    if (["disputed", "funded", "in_handover"].includes(deal.status)) {
-      return await move("refunded", "dispute_lost");
+    if (!["disputed", "funded", "in_handover"].includes(deal.status)) {
+      return applied("already up to date");
     }
-    return applied("already up to date");
+    await move("refunded", "dispute_lost");
+    // The payout went out while the dispute opened: the seller has the money too.
+    if (paidOut) await recordLateDispute(ctx, sql, deal.id, dispute, "payout");
+    return applied(`deal ${deal.id} refunded`);
   }
   // won, warning_closed: the money stays (or is back) in escrow.
-  if (deal.status === "disputed") return await move("funded", "dispute_won");
-  return applied("already up to date");
+  if (deal.status !== "disputed") return applied("already up to date");
+  await move("funded", "dispute_won");
+  // A payout that went out while the dispute was open completes the deal now.
+  if (paidOut) {
+    await transitionDeal(sql, deal.id, "completed", "payout_released", {
+      payprocObject: payout.payproc_id,
+    });
+    return applied(`deal ${deal.id} completed (dispute won; the payout had gone out)`);
+  }
+  return applied(`deal ${deal.id} funded`);
+}
+
+/** Whether dispute `disputeId` moved deal `dealId`'s state before. */
+async function movedDeal(sql: Sql, dealId: string, disputeId: string): Promise<boolean> {
+  const row = await sql.one<{ moved: boolean }>(
+    `select exists (
+       select 1 from public.deal_events
+       where deal_id = $1 and payproc_object_id = $2 and from_status is distinct from to_status
+     ) as moved`,
+    [dealId, disputeId],
+  );
+  return row.moved;
 }
 
 type DisputeEventType =
@@ -97,9 +161,9 @@ const onDispute: WebhookHandler<EventOf<DisputeEventType>, Read<Stripe.Dispute>>
     const dispute = await orNullIfMissing(payproc.disputes.retrieve(event.data.object.id));
     return dispute ? { object: dispute } : { refusal: "the dispute does not exist" };
   },
-  async write({ sql, read }) {
+  async write({ sql, read, ctx }) {
     if ("refusal" in read) return skipped(read.refusal);
-    return await applyDispute(sql, read.object);
+    return await applyDispute(ctx, sql, read.object);
   },
 };
 

@@ -10,7 +10,8 @@
  * | type               | covers                                              |
  * | ------------------ | --------------------------------------------------- |
  * | `listing_review`   | listings entering `pending_review` (`submitted_at`) |
- * | `contact_messages` | new `contact_messages` rows (`created_at`)          |
+ * | `contact_messages` | new `contact_messages` rows (`created_at`), and the |
+ * |                    | form's ceiling hits among them (`reached_at`)       |
  *
  * @module
  */
@@ -24,6 +25,7 @@ import { HttpError } from "../errors.ts";
 import {
   adminContactDigest,
   adminListingDigest,
+  type ContactCeilingHit,
   type ContactMessageSummary,
   type PendingListing,
 } from "../email/templates/admin.ts";
@@ -125,7 +127,19 @@ async function collectContactMessages(sql: Sql, since: string | null): Promise<C
     createdAt: row.created_at,
   }));
   const total = rows[0]?.total ?? 0;
-  return { total, newest: rows[0]?.newest ?? null, notice: adminContactDigest(messages, total) };
+  const newest = rows[0]?.newest ?? null;
+  // Ceiling hits among the messages covered: the message that reached the
+  // ceiling has created_at = reached_at, so a hit is told with its message.
+  const hits = newest === null ? [] : await sql.query<ContactCeilingHit>(
+    `select ceiling, reached_at as "reachedAt", window_ends_at as "windowEndsAt"
+     from public.contact_ceiling_hits
+     where ($1::timestamptz is null or reached_at > $1::timestamptz)
+       and reached_at <= $2::timestamptz
+     order by reached_at
+     limit $3`,
+    [since, newest, ADMIN_DIGEST_SHOWN],
+  );
+  return { total, newest, notice: adminContactDigest(messages, total, hits) };
 }
 
 const DIGESTS: Record<AdminDigestType, DigestKind> = {

@@ -1,6 +1,7 @@
 /**
  * Refunds: create against a payment intent's (or charge's) captured,
- * not yet refunded amount; retrieve, update metadata, list.
+ * not yet refunded amount (refused with `charge_disputed` while a dispute
+ * holds the charge, or after it was lost); retrieve, update metadata, list.
  *
  * @module
  */
@@ -28,6 +29,17 @@ export function createRefund(store: PayprocStore, params: FormObject): KindMap["
     throw invalidRequest(
       `This PaymentIntent (${piId}) does not have a successful charge to refund.`,
       "payment_intent",
+    );
+  }
+  const chargedBack = store.all("dispute").some((d) =>
+    d.charge === charge.id && !d.is_charge_refundable &&
+    !["won", "warning_closed", "prevented"].includes(d.status)
+  );
+  if (chargedBack) {
+    throw invalidRequest(
+      `Charge ${charge.id} has been charged back; cannot issue a refund.`,
+      undefined,
+      "charge_disputed",
     );
   }
   const remaining = charge.amount_captured - charge.amount_refunded;

@@ -28,6 +28,28 @@ export interface ContactMessageSummary {
   createdAt: Date;
 }
 
+/** A window in which the contact form reached its ceiling (`contact_ceiling_hits`). */
+export interface ContactCeilingHit {
+  /** Messages the window took. */
+  ceiling: number;
+  /** When the last accepted message was sent. */
+  reachedAt: Date;
+  /** Until when further messages were refused. */
+  windowEndsAt: Date;
+}
+
+/** A time of day as "08:05 UTC". */
+function clockUtc(at: Date): string {
+  return `${at.toISOString().slice(11, 16)} UTC`;
+}
+
+/** The sentence telling that the contact form was full. */
+function ceilingNote(hit: ContactCeilingHit): string {
+  return `The contact form reached its hourly ceiling of ${countOf(hit.ceiling, "message")} at ${
+    clockUtc(hit.reachedAt)
+  }; messages after that were refused until ${clockUtc(hit.windowEndsAt)}.`;
+}
+
 /** The longest excerpt of a contact message the digest shows. */
 export const MESSAGE_EXCERPT_CHARS = 300;
 
@@ -75,19 +97,25 @@ export function adminListingDigest(listings: PendingListing[], total: number): D
 /**
  * The contact digest: `total` messages sent through the contact form since
  * the last one, `messages` (oldest first, at most the shown cap) listed
- * with an excerpt.
+ * with an excerpt, and the times the form reached its ceiling meanwhile
+ * (`hits`, oldest first).
  */
 export function adminContactDigest(
   messages: ContactMessageSummary[],
   total: number,
+  hits: ContactCeilingHit[] = [],
 ): DigestNotice {
   const count = countOf(total, "contact message");
   const title = `${count} received`;
+  const ceiling = hits.map(ceilingNote);
   return {
     title,
-    body: `New through the contact form since the last digest, from ${
-      namesOf(messages.map((m) => m.name), total)
-    }.`,
+    body: [
+      `New through the contact form since the last digest, from ${
+        namesOf(messages.map((m) => m.name), total)
+      }.`,
+      ...ceiling,
+    ].join(" "),
     email: {
       subject: `Contact form: ${count}`,
       heading: "New contact messages",
@@ -95,6 +123,7 @@ export function adminContactDigest(
         `${count} ${
           total === 1 ? "was" : "were"
         } sent through the contact form since the last digest.`,
+        ...ceiling,
         ...shownNote(messages.length, total, "oldest"),
       ],
       items: messages.map((m) => ({
