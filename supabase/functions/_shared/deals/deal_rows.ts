@@ -105,3 +105,30 @@ export async function transitionDeal(
     [dealId, to, cause, options.payprocObject ?? null, options.actor ?? null],
   );
 }
+
+/** What an event that changes no state is about. */
+export interface DealEventOptions {
+  /** What the processor said about it (stored as the event's `detail`). */
+  detail?: Record<string, unknown>;
+  /** The user who caused it. */
+  actor?: string | null;
+}
+
+/**
+ * Records on deal `dealId` an event that changes no state (cause `cause`,
+ * processor object `payprocObject`) through `public.record_deal_event`:
+ * once per deal, cause and object. False when it was recorded before.
+ */
+export async function recordDealEvent(
+  sql: Sql,
+  dealId: string,
+  cause: string,
+  payprocObject: string,
+  options: DealEventOptions = {},
+): Promise<boolean> {
+  const row = await sql.one<{ recorded: boolean }>(
+    "select public.record_deal_event($1, $2, $3, $4::jsonb, $5) as recorded",
+    [dealId, cause, payprocObject, JSON.stringify(options.detail ?? {}), options.actor ?? null],
+  );
+  return row.recorded;
+}

@@ -15,6 +15,7 @@ import type { JobOutput } from "../jobs/runs.ts";
 import { queueAdminAlert } from "../notifications/admin_alerts.ts";
 import { countNoticeOutcome } from "../notifications/counts.ts";
 import { type NoticeOutcome, withDelivery } from "../notifications/notify.ts";
+import { recordDealEvent } from "./deal_rows.ts";
 
 /** The job name in `job_runs`. */
 export const ESCROW_ALERTS_JOB = "escrow-alerts";
@@ -71,11 +72,16 @@ export function runEscrowAlerts(ctx: Context): Promise<JobOutput | JobSkipped> {
     async function flag(sql: Sql, deal: HeldDeal): Promise<NoticeOutcome[]> {
       const daysHeld = Math.floor((now.getTime() - deal.funded_at.getTime()) / DAY_MS);
       const daysLeft = Math.max(0, PROCESSOR_HOLD_DAYS - daysHeld);
-      const recorded = await sql.one<{ recorded: boolean }>(
-        "select public.record_deal_event($1, 'escrow_hold_flagged', $2, $3::jsonb) as recorded",
-        [deal.id, deal.held_object, JSON.stringify({ days_held: daysHeld, days_left: daysLeft })],
+      const recorded = await recordDealEvent(
+        sql,
+        deal.id,
+        "escrow_hold_flagged",
+        deal.held_object,
+        {
+          detail: { days_held: daysHeld, days_left: daysLeft },
+        },
       );
-      if (!recorded.recorded) return [];
+      if (!recorded) return [];
       const notice = adminEscrowHoldNotice({
         dealId: deal.id,
         listingTitle: deal.listing_title,

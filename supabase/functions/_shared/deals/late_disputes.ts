@@ -21,6 +21,7 @@ import {
 } from "../email/templates/deal_alerts.ts";
 import { currencyCode, fromMinorUnits } from "../money.ts";
 import { queueAdminAlert } from "../notifications/admin_alerts.ts";
+import { recordDealEvent } from "./deal_rows.ts";
 import { settlementsOf } from "./settlements.ts";
 
 /** Dispute statuses while the bank has not decided. */
@@ -65,12 +66,9 @@ export async function recordLateDispute(
   dispute: Stripe.Dispute,
   after: LateDisputeAfter,
 ): Promise<WebhookResult> {
-  const detail = JSON.stringify(detailOf(dispute));
+  const detail = detailOf(dispute);
   const record = (phase: "opened" | "won" | "lost") =>
-    sql.one<{ recorded: boolean }>(
-      "select public.record_deal_event($1, $2, $3, $4::jsonb) as recorded",
-      [dealId, causeOf(after, phase), dispute.id, detail],
-    ).then((row) => row.recorded);
+    recordDealEvent(sql, dealId, causeOf(after, phase), dispute.id, { detail });
   // The opening is recorded (and told) even when the first event seen is the
   // decision: an admin hears of every dispute.
   const opened = await record("opened");
@@ -132,11 +130,9 @@ export async function recordPayoutDuringDispute(
   deal: { id: string; listing_id: string },
   transferId: string,
 ): Promise<void> {
-  const recorded = await sql.one<{ recorded: boolean }>(
-    "select public.record_deal_event($1, 'payout_released_during_dispute', $2) as recorded",
-    [deal.id, transferId],
-  );
-  if (!recorded.recorded) return;
+  if (!(await recordDealEvent(sql, deal.id, "payout_released_during_dispute", transferId))) {
+    return;
+  }
   const { title } = await sql.one<{ title: string }>(
     "select title from public.listings where id = $1",
     [deal.listing_id],

@@ -16,7 +16,7 @@ import { isInProgress, isRefusal } from "../billing/processor.ts";
 import type { Context } from "../context.ts";
 import type { Sql } from "../db.ts";
 import { conflict, notFound } from "../errors.ts";
-import { type DealRow, findDeal, transitionDeal } from "./deal_rows.ts";
+import { type DealRow, findDeal, recordDealEvent, transitionDeal } from "./deal_rows.ts";
 import { OPEN_DISPUTE } from "./late_disputes.ts";
 import { queuePaymentNotices } from "./payment_notices.ts";
 import {
@@ -134,9 +134,12 @@ async function reverseForDispute(
     );
   }
   const reversalId = await reversePayout(ctx, deal, payout);
-  await ctx.db.query(
-    "select public.record_deal_event($1, 'payout_reversed_for_dispute', $2, '{}'::jsonb, $3)",
-    [deal.id, reversalId ?? payout.payproc_id, actor],
+  await recordDealEvent(
+    ctx.db,
+    deal.id,
+    "payout_reversed_for_dispute",
+    reversalId ?? payout.payproc_id!,
+    { actor },
   );
   return await settlementAnswer(ctx.db, deal.id);
 }

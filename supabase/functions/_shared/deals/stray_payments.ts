@@ -36,6 +36,7 @@ import { currencyCode, fromMinorUnits } from "../money.ts";
 import { queueAdminAlert } from "../notifications/admin_alerts.ts";
 import { countNoticeOutcome } from "../notifications/counts.ts";
 import { type NoticeOutcome, queueNotice, withDelivery } from "../notifications/notify.ts";
+import { recordDealEvent } from "./deal_rows.ts";
 
 /** Why a deal could not take a payment (`deal_stray_payments.reason`). */
 export type StrayReason =
@@ -115,11 +116,9 @@ export async function recordStrayPayment(
     [intent.id, dealId, chargeOf(intent), amount, currency, reason],
   );
   if (!row) return false;
-  await sql.query("select public.record_deal_event($1, 'stray_payment_received', $2, $3::jsonb)", [
-    dealId,
-    intent.id,
-    JSON.stringify({ reason, amount, currency, charge: chargeOf(intent) }),
-  ]);
+  await recordDealEvent(sql, dealId, "stray_payment_received", intent.id, {
+    detail: { reason, amount, currency, charge: chargeOf(intent) },
+  });
   ctx.afterwards(() => refundStrayPayment(ctx, intent.id));
   return true;
 }
@@ -195,11 +194,9 @@ export async function completeStrayRefund(
   );
   if (!done) return null;
   const row = (await strayRow(sql, "payproc_payment_intent_id", intentId))!;
-  await sql.query("select public.record_deal_event($1, 'stray_payment_refunded', $2, $3::jsonb)", [
-    row.deal_id,
-    refundId,
-    JSON.stringify({ payment_intent: intentId, amount: row.amount, currency: row.currency }),
-  ]);
+  await recordDealEvent(sql, row.deal_id, "stray_payment_refunded", refundId, {
+    detail: { payment_intent: intentId, amount: row.amount, currency: row.currency },
+  });
   const facts = factsOf(row);
   const buyer = paymentReturnedNotice(facts);
   const outcomes = [
@@ -244,9 +241,12 @@ async function recordRefundRefused(
       [row.payproc_payment_intent_id, error.slice(0, 1000)],
     );
     if (!failed) return [];
-    await sql.query(
-      "select public.record_deal_event($1, 'stray_payment_refund_failed', $2, $3::jsonb)",
-      [row.deal_id, row.payproc_payment_intent_id, JSON.stringify({ error: error.slice(0, 500) })],
+    await recordDealEvent(
+      sql,
+      row.deal_id,
+      "stray_payment_refund_failed",
+      row.payproc_payment_intent_id,
+      { detail: { error: error.slice(0, 500) } },
     );
     const alert = adminPaymentReturnFailedNotice({ ...factsOf(row), error });
     return await queueAdminAlert(ctx, sql, {
