@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { NOTIFICATION_TYPE_NAMES } from "../../shared/notifications.ts";
+import { NOTIFICATION_TYPE_NAMES, NOTIFICATION_TYPES } from "../../shared/notifications.ts";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
 import { asRole, createUser } from "../support/sql.ts";
 import { rejectsWith } from "./core_fixtures.ts";
@@ -148,3 +148,32 @@ sqlTest("the SQL lists of notification types are the contract's list", async () 
     assert.deepEqual(listed, [...NOTIFICATION_TYPE_NAMES].sort(), row.name);
   }
 });
+
+sqlTest(
+  "notify_admins_in_app() writes in-app exactly when the contract's default (or the admin's choice) allows",
+  async () => {
+    // The SQL writer keeps its own copy of the in-app defaults; this keeps it
+    // equal to shared/notifications.ts for every type.
+    const admin = await createUser(db.pool, { admin: true });
+    const optedOut = await createUser(db.pool, { admin: true });
+    for (const type of NOTIFICATION_TYPE_NAMES) {
+      await db.pool.query(
+        `insert into public.notification_preferences (user_id, type, email, in_app)
+         values ($1, $2, true, false)`,
+        [optedOut.id, type],
+      );
+      const key = `default-check:${type}`;
+      await db.pool.query(
+        "select public.notify_admins_in_app($1, 'Title', 'Body', null, '{}'::jsonb, $2)",
+        [type, key],
+      );
+      const { rows } = await db.pool.query<{ user_id: string }>(
+        `select user_id from public.notifications
+         where dedupe_key = $1 and user_id in ($2, $3) order by user_id = $2 desc`,
+        [key, admin.id, optedOut.id],
+      );
+      const expected = NOTIFICATION_TYPES[type].inApp ? [admin.id] : [];
+      assert.deepEqual(rows.map((r) => r.user_id), expected, type);
+    }
+  },
+);

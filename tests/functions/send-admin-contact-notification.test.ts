@@ -283,12 +283,12 @@ sqlTest(
       await db.pool.query("delete from public.rate_limits where key = 'contact:ceiling'");
     }
     const { rows } = await db.pool.query<{ reached: string; until: string }>(
-      `select to_char(reached_at at time zone 'UTC', 'HH24:MI') as reached,
-              to_char(window_ends_at at time zone 'UTC', 'HH24:MI') as until
+      `select to_char(reached_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI') as reached,
+              to_char(window_ends_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI') as until
        from public.contact_ceiling_hits`,
     );
     assert.equal(rows.length, 1);
-    const sentence = "The contact form reached its hourly ceiling of 2 messages at " +
+    const sentence = "The contact form reached its ceiling of 2 messages at " +
       `${rows[0]!.reached} UTC; messages after that were refused until ${rows[0]!.until} UTC.`;
 
     double.reset();

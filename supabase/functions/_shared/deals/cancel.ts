@@ -19,11 +19,10 @@
  *
  * @module
  */
-import type Stripe from "stripe";
 import { isRefusal, orNullIfMissing } from "../billing/processor.ts";
 import type { Context } from "../context.ts";
 import { conflict, type HttpError } from "../errors.ts";
-import { type DealRow, findDeal, transitionDeal } from "./deal_rows.ts";
+import { type DealRow, findDeal, paymentIntentIdOf, transitionDeal } from "./deal_rows.ts";
 import { applyDealPayment, readDealPayment } from "./payments.ts";
 
 /** Rounds of "stop the payment, then cancel" before giving up on a deal that keeps changing. */
@@ -164,15 +163,9 @@ async function stopCheckout(
     }
   }
   if (session.payment_status === "paid") {
-    throw await fundInstead(ctx, deal, intentOf(session), session.id);
+    throw await fundInstead(ctx, deal, paymentIntentIdOf(session), session.id);
   }
   throw processing();
-}
-
-function intentOf(session: Stripe.Checkout.Session): string | null {
-  return typeof session.payment_intent === "string"
-    ? session.payment_intent
-    : session.payment_intent?.id ?? null;
 }
 
 /**

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type Stripe from "stripe";
 import type { DealStatus } from "../../../../shared/deal_schemas.ts";
 import type { Sql } from "../db.ts";
 
@@ -73,6 +74,18 @@ function dealWhere(
 /** The processor's `transfer_group` of a deal: ties its charge, transfer and reversal together. */
 export function transferGroupOf(dealId: string): string {
   return `deal:${dealId}`;
+}
+
+/** The charge of a payment intent, once it has one. */
+export function chargeIdOf(intent: Stripe.PaymentIntent): string | null {
+  const charge = intent.latest_charge;
+  return typeof charge === "string" ? charge : charge?.id ?? null;
+}
+
+/** The payment intent a checkout session created, once it has one. */
+export function paymentIntentIdOf(session: Stripe.Checkout.Session): string | null {
+  const intent = session.payment_intent;
+  return typeof intent === "string" ? intent : intent?.id ?? null;
 }
 
 /** The deal id a processor object names in its metadata, if it looks like one. */

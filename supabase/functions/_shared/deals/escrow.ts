@@ -17,7 +17,7 @@ import { conflict, forbidden, HttpError, notFound } from "../errors.ts";
 import { sha256Hex } from "../hex.ts";
 import { isRefusal, orNullIfMissing } from "../billing/processor.ts";
 import { processorCurrency, toMinorUnits } from "../money.ts";
-import { type DealRow, findDeal, transferGroupOf } from "./deal_rows.ts";
+import { type DealRow, findDeal, paymentIntentIdOf, transferGroupOf } from "./deal_rows.ts";
 import {
   applyDealPayment,
   type PaymentRead,
@@ -261,9 +261,7 @@ export async function reconcilePayment(ctx: Context, deal: DealRow): Promise<Dea
     const session = await orNullIfMissing(
       payproc.checkout.sessions.retrieve(deal.payproc_checkout_session_id),
     );
-    const intent = typeof session?.payment_intent === "string"
-      ? session.payment_intent
-      : session?.payment_intent?.id;
+    const intent = session ? paymentIntentIdOf(session) : null;
     if (session && intent) read = await readDealPayment(ctx, intent, { sessionId: session.id });
   }
   if (read === null || "refusal" in read) return deal;

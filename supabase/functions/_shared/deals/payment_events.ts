@@ -22,6 +22,7 @@ import {
   type WebhookHandlers,
   type WebhookResult,
 } from "../billing/webhook_types.ts";
+import { paymentIntentIdOf } from "./deal_rows.ts";
 import {
   applyDealPayment,
   type PaymentRead,
@@ -86,9 +87,7 @@ export const onDealCheckoutCompleted: WebhookHandler<
       return { result: skipped("the checkout session does not exist at the processor") };
     }
     if (session.mode !== "payment") return { result: ignored(`checkout in ${session.mode} mode`) };
-    const intent = typeof session.payment_intent === "string"
-      ? session.payment_intent
-      : session.payment_intent?.id;
+    const intent = paymentIntentIdOf(session);
     if (!intent) return { result: skipped("the checkout has no payment intent") };
     return await readDealPayment(ctx, intent, { sessionId: session.id });
   },

@@ -15,7 +15,14 @@ import type { Context } from "../context.ts";
 import type { Sql } from "../db.ts";
 import { processorCurrency, toMinorUnits } from "../money.ts";
 import { orNullIfMissing } from "../billing/processor.ts";
-import { DEAL_COLUMNS, dealIdOf, type DealRow, findDeal, transitionDeal } from "./deal_rows.ts";
+import {
+  chargeIdOf,
+  DEAL_COLUMNS,
+  dealIdOf,
+  type DealRow,
+  findDeal,
+  transitionDeal,
+} from "./deal_rows.ts";
 import { queuePaymentNotices } from "./payment_notices.ts";
 import { recordStrayPayment, type StrayReason } from "./stray_payments.ts";
 
@@ -90,9 +97,7 @@ export async function applyDealPayment(
     (read.sessionId !== null && read.sessionId === deal.payproc_checkout_session_id);
   const matches = intent.amount === toMinorUnits(deal.amount, deal.currency) &&
     intent.currency === processorCurrency(deal.currency);
-  const charge = typeof intent.latest_charge === "string"
-    ? intent.latest_charge
-    : intent.latest_charge?.id ?? null;
+  const charge = chargeIdOf(intent);
   if (intent.status === "succeeded") {
     const stray = strayReasonOf(deal, { ours, matches, charge });
     if (stray) {

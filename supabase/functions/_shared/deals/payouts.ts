@@ -160,7 +160,12 @@ async function claimPayout(
   return { row, resumed: false };
 }
 
-/** The payout's transfer: found at the processor when resuming, else created once. */
+/**
+ * The payout's transfer: found at the processor when resuming, or on a later
+ * attempt (an attempt stopped before its transfer is marked failed, but a
+ * call resuming it at that moment may still have made one: the next attempt
+ * takes a new key, so it looks first), else created once.
+ */
 async function makeTransfer(
   ctx: Context,
   deal: DealRow,
@@ -169,7 +174,7 @@ async function makeTransfer(
 ): Promise<Stripe.Transfer> {
   const payproc = await ctx.payproc();
   const group = transferGroupOf(deal.id);
-  if (resumed) {
+  if (resumed || row.attempt > 1) {
     const existing = await payproc.transfers.list({ transfer_group: group, limit: 10 });
     const made = existing.data.find((t) =>
       t.metadata?.deal_id === deal.id && t.metadata?.kind === "payout"

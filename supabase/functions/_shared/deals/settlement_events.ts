@@ -85,8 +85,8 @@ async function applyDispute(
     if (!stray) return skipped("no deal holds the disputed charge");
     return await recordLateDispute(ctx, sql, stray.dealId, dispute, "returned_payment");
   }
-  const { payout } = await settlementsOf(sql, deal.id);
-  const paidOut = payout?.status === "succeeded";
+  // The payout matters only once the money left escrow, or might have.
+  const payoutOf = async () => (await settlementsOf(sql, deal.id)).payout;
   const move = (to: "disputed" | "funded" | "refunded", cause: string) =>
     transitionDeal(sql, deal.id, to, cause, { payprocObject: dispute.id });
   const open = OPEN_DISPUTE.includes(dispute.status);
@@ -99,7 +99,7 @@ async function applyDispute(
     const result = await recordLateDispute(ctx, sql, deal.id, dispute, "payout");
     // Lost after the payout was taken back: the buyer got the money through
     // the bank, and the seller has it no more.
-    if (dispute.status === "lost" && payout?.status === "reversed") {
+    if (dispute.status === "lost" && (await payoutOf())?.status === "reversed") {
       await move("refunded", "dispute_lost");
       return applied(`deal ${deal.id} refunded (dispute lost after the payout was reversed)`);
     }
@@ -122,14 +122,17 @@ async function applyDispute(
     }
     await move("refunded", "dispute_lost");
     // The payout went out while the dispute opened: the seller has the money too.
-    if (paidOut) await recordLateDispute(ctx, sql, deal.id, dispute, "payout");
+    if ((await payoutOf())?.status === "succeeded") {
+      await recordLateDispute(ctx, sql, deal.id, dispute, "payout");
+    }
     return applied(`deal ${deal.id} refunded`);
   }
   // won, warning_closed: the money stays (or is back) in escrow.
   if (deal.status !== "disputed") return applied("already up to date");
   await move("funded", "dispute_won");
   // A payout that went out while the dispute was open completes the deal now.
-  if (paidOut) {
+  const payout = await payoutOf();
+  if (payout?.status === "succeeded") {
     await transitionDeal(sql, deal.id, "completed", "payout_released", {
       payprocObject: payout.payproc_id,
     });

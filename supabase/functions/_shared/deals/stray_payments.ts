@@ -36,7 +36,7 @@ import { currencyCode, fromMinorUnits } from "../money.ts";
 import { queueAdminAlert } from "../notifications/admin_alerts.ts";
 import { countNoticeOutcome } from "../notifications/counts.ts";
 import { type NoticeOutcome, queueNotice, withDelivery } from "../notifications/notify.ts";
-import { recordDealEvent } from "./deal_rows.ts";
+import { chargeIdOf, recordDealEvent } from "./deal_rows.ts";
 
 /** Why a deal could not take a payment (`deal_stray_payments.reason`). */
 export type StrayReason =
@@ -86,13 +86,6 @@ function factsOf(row: StrayRow): StrayPaymentFacts {
   };
 }
 
-/** The charge of a payment intent, if it has one. */
-function chargeOf(intent: Stripe.PaymentIntent): string | null {
-  return typeof intent.latest_charge === "string"
-    ? intent.latest_charge
-    : intent.latest_charge?.id ?? null;
-}
-
 /**
  * Records succeeded payment `intent` of deal `dealId` as stray in
  * transaction `sql` (once per intent) and queues its refund for after the
@@ -113,11 +106,11 @@ export async function recordStrayPayment(
      values ($1, $2, $3, $4, $5, $6)
      on conflict (payproc_payment_intent_id) do nothing
      returning payproc_payment_intent_id`,
-    [intent.id, dealId, chargeOf(intent), amount, currency, reason],
+    [intent.id, dealId, chargeIdOf(intent), amount, currency, reason],
   );
   if (!row) return false;
   await recordDealEvent(sql, dealId, "stray_payment_received", intent.id, {
-    detail: { reason, amount, currency, charge: chargeOf(intent) },
+    detail: { reason, amount, currency, charge: chargeIdOf(intent) },
   });
   ctx.afterwards(() => refundStrayPayment(ctx, intent.id));
   return true;

@@ -13,6 +13,7 @@ import {
   startPayment,
 } from "../../../support/deals.ts";
 import { emailLogs, notificationsOf } from "../../../support/notifications.ts";
+import { payprocClient } from "../../../support/payproc_double.ts";
 import { invoke } from "../../../support/runtime.ts";
 import { createUser } from "../../../support/sql.ts";
 
@@ -266,3 +267,40 @@ sqlTest("a dispute on a payment the platform already returned reaches the admins
   ]);
   assert.deepEqual(await adminNotices(`dispute:${dispute.id}`), [1, 1]);
 });
+
+sqlTest(
+  "a payout attempt stopped before its transfer while another call made it: the next attempt finds that transfer, never a second",
+  async () => {
+    const deal = await payableDeal(setup);
+    const { rows: [row] } = await db.pool.query(
+      `insert into public.deal_settlements
+         (deal_id, kind, status, amount, currency, destination_account, last_error)
+       select id, 'payout', 'failed', amount - coalesce(commission, 0), currency, $2,
+              'Stopped before the transfer: the buyer''s bank opened a dispute'
+       from public.deals where id = $1
+       returning amount::text as amount`,
+      [deal.id, deal.accountId],
+    );
+    // The call that resumed attempt 1 at that moment made its transfer, then died.
+    const charge = (await dealState(db.pool, deal.id)).payproc_charge_id!;
+    const made = await payprocClient(double).transfers.create({
+      amount: Math.round(Number(row.amount) * 100),
+      currency: "usd",
+      destination: deal.accountId,
+      source_transaction: charge,
+      transfer_group: `deal:${deal.id}`,
+      metadata: { deal_id: deal.id, kind: "payout" },
+    });
+    const transfersBefore = double.requestsTo("POST", "/v1/transfers").length;
+    const paid = await releasePayout(deal.id);
+    assert.equal(paid.status, 200, JSON.stringify(paid.body));
+    assert.equal(paid.body.payout?.status, "succeeded");
+    assert.equal(double.requestsTo("POST", "/v1/transfers").length, transfersBefore);
+    const { rows } = await db.pool.query(
+      "select attempt, payproc_id from public.deal_settlements where deal_id = $1 and kind = 'payout'",
+      [deal.id],
+    );
+    assert.deepEqual(rows[0], { attempt: 2, payproc_id: made.id });
+    assert.equal((await dealState(db.pool, deal.id)).status, "completed");
+  },
+);

@@ -38,16 +38,11 @@ export interface ContactCeilingHit {
   windowEndsAt: Date;
 }
 
-/** A time of day as "08:05 UTC". */
-function clockUtc(at: Date): string {
-  return `${at.toISOString().slice(11, 16)} UTC`;
-}
-
 /** The sentence telling that the contact form was full. */
 function ceilingNote(hit: ContactCeilingHit): string {
-  return `The contact form reached its hourly ceiling of ${countOf(hit.ceiling, "message")} at ${
-    clockUtc(hit.reachedAt)
-  }; messages after that were refused until ${clockUtc(hit.windowEndsAt)}.`;
+  return `The contact form reached its ceiling of ${countOf(hit.ceiling, "message")} at ${
+    formatUtc(hit.reachedAt)
+  }; messages after that were refused until ${formatUtc(hit.windowEndsAt)}.`;
 }
 
 /** The longest excerpt of a contact message the digest shows. */
