@@ -33,11 +33,12 @@
 import pg from "pg";
 import { EXPLORE_VIEWER, seedExploreListings } from "./support/explore_listings.ts";
 import { parseArgs } from "node:util";
+import { EXPLORE_PAGE_SIZE } from "../shared/explore.ts";
 import { freePort, startPostgres } from "../local/postgres.ts";
 import { migrate } from "../local/migrate.ts";
 
 /** The explore page size (interface §8). */
-const PAGE_SIZE = 9;
+const PAGE_SIZE = EXPLORE_PAGE_SIZE;
 /** The deep page read by offset and by keyset: page 101. */
 const DEEP_OFFSET = 100 * PAGE_SIZE;
 /** The partial index the explore page must read: (created_at desc, id desc) where approved. */

@@ -16,7 +16,7 @@ import { listMigrations, migrate } from "./migrate.ts";
 import { LOCAL_DB_PORT, LOCAL_STATE_DIR } from "./paths.ts";
 import { locateDataDir } from "./pg_data_dir.ts";
 import { lookupPostgresUser, runningAsRoot } from "./pg_user.ts";
-import { PostgresStartError, startPostgres } from "./postgres.ts";
+import { postgresRoleUrl, PostgresStartError, startPostgres } from "./postgres.ts";
 import { seedDatabase } from "./seed.ts";
 
 /** A refusal or failure reported as one line, without a stack trace. */
@@ -102,7 +102,8 @@ export async function resetLocalDatabase(options: ResetOptions): Promise<void> {
   });
   try {
     const applied = await migrate(database.url, { includePlatform: true });
-    await seedDatabase(database.url);
+    // The seed runs as `postgres`, as the Supabase CLI applies it.
+    await seedDatabase(postgresRoleUrl(database.url));
     log(
       `Local database rebuilt in ${database.dataDir}: ${applied.length} migration(s) applied, seeded`,
     );

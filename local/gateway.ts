@@ -157,7 +157,12 @@ function withHeaders(res: Response, extra: HeaderPairs): Response {
   return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
 }
 
-/** As the hosted gateway: a valid project JWT is required (opaque tokens are not JWTs). */
+/**
+ * As the hosted platform's `verify_jwt` check: a valid project JWT in
+ * `Authorization` is required; an API key is not a JWT, neither as a bearer
+ * token nor in the `apikey` header, which this check does not read
+ * (https://supabase.com/docs/guides/functions/auth-headers).
+ */
 async function gatewayJwtCheck(req: Request, runtime: Runtime): Promise<HttpError | null> {
   const header = req.headers.get("authorization");
   const token = /^Bearer\s+(\S+)$/i.exec(header ?? "")?.[1];

@@ -12,6 +12,15 @@ import { dirname } from "node:path";
 /** The Supabase CLI's well-known local JWT secret. */
 export const LOCAL_JWT_SECRET = "super-secret-jwt-token-with-at-least-32-characters-long";
 
+/**
+ * The Supabase CLI's well-known local API keys of the new kind, which its
+ * edge runtime gives functions as `SUPABASE_PUBLISHABLE_KEYS` /
+ * `SUPABASE_SECRET_KEYS` (`{"default": ...}`): `apps/cli-go/pkg/config/apikeys.go`
+ * and `internal/functions/serve/templates/main.ts` in github.com/supabase/cli.
+ */
+export const LOCAL_PUBLISHABLE_KEY = "sb_publishable_ACJWlzQHlZjBrEguHvfOxg_3BJgxAaH";
+export const LOCAL_SECRET_KEY = "sb_secret_N7UND0UgjKTVK-Uodkm0Hg_xSvEMPvz";
+
 /** Expiry of the local anon/service keys (the CLI's: 2032-11-11). */
 const PROJECT_KEY_EXP = 1983812996;
 

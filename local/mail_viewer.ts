@@ -2,7 +2,8 @@
  * The local mail viewer at `/_local/mail`: what Inbucket/Mailpit are to
  * `supabase start`, without Docker. With `LOCAL_DEV=true` and no
  * `RESEND_API_KEY` the sender stores every message in `public.email_logs`
- * as `captured`; this lists them and shows each one.
+ * as `captured` (a sign-in e-mail's body in `public.email_sign_in_bodies`,
+ * which admins cannot read); this lists them and shows each one.
  *
  * - `GET /_local/mail`: the newest {@linkcode MAIL_LIST_LIMIT} messages,
  *   newest first, every status (`?status=captured` for one status).
@@ -218,10 +219,16 @@ export function createMailViewer(
         return answer(200, route.json ? JSON.stringify(list) : listPage(list), route.json);
       }
       if (route.kind === "message") {
+        // A sign-in e-mail's body is kept apart from email_logs (admins read
+        // that table; the links are credentials): the viewer, on the service
+        // connection, reads it from email_sign_in_bodies.
         const row = await db().maybeOne<MessageRow>(
-          `select id, created_at, sent_at, recipient_email, from_address, reply_to, subject,
-             email_type, send_status, error_message, attempts, html, text_body
-           from public.email_logs where id = $1`,
+          `select l.id, l.created_at, l.sent_at, l.recipient_email, l.from_address, l.reply_to,
+             l.subject, l.email_type, l.send_status, l.error_message, l.attempts,
+             coalesce(b.html, l.html) as html, coalesce(b.text_body, l.text_body) as text_body
+           from public.email_logs l
+           left join public.email_sign_in_bodies b on b.email_log_id = l.id
+           where l.id = $1`,
           [route.id],
         );
         if (!row) throw noSuchMessage(route.id);

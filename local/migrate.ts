@@ -6,11 +6,27 @@
  * no longer matches what was applied, nothing is applied and migrate fails
  * with {@linkcode AppliedMigrationChangedError}.
  *
+ * The migrations are applied as hosted Supabase applies them: `supabase db
+ * push` logs in as `postgres`, which is no superuser and owns none of the
+ * platform's tables (see `local/platform.sql`). So the runner logs in as
+ * `postgres` too (a real login, not SET ROLE in a superuser session, which a
+ * file could undo with RESET ROLE). supautils lets `postgres` create, alter
+ * and drop policies on the tables of its `policy_grants`; the runner models
+ * that: it splits each file into statements (`sql_statements.ts`), records
+ * the text of exactly those policy statements over the superuser connection,
+ * and in the file's one transaction has each run by
+ * `supautils_local.run_granted_statement()` as the superuser; everything else
+ * runs as `postgres` and meets PostgreSQL's ownership checks ("must be owner
+ * of …"), as on hosted.
+ *
  * @module
  */
 import pg from "pg";
 import { createHash } from "node:crypto";
 import { fileURLToPath as fromFileUrl } from "node:url";
+import { grantedPolicyStatement } from "./platform_ownership.ts";
+import { postgresRoleUrl } from "./postgres.ts";
+import { splitStatements } from "./sql_statements.ts";
 
 /** Default folder of the migrations. */
 export const MIGRATIONS_DIR = fromFileUrl(
@@ -23,7 +39,11 @@ export const PLATFORM_SQL = fromFileUrl(new URL("./platform.sql", import.meta.ur
 export interface MigrateOptions {
   /** Folder of `<version>_<name>.sql` files. */
   migrationsDir?: string;
-  /** Apply `local/platform.sql` first (local and test databases only). */
+  /**
+   * Apply `local/platform.sql` first, as the URL's user (the local superuser;
+   * local and test databases only). Without it the database must have had it
+   * applied before: the migrations log in as the `postgres` role it creates.
+   */
   includePlatform?: boolean;
 }
 
@@ -71,6 +91,22 @@ export class AppliedMigrationChangedError extends Error {
   }
 }
 
+/**
+ * Earlier checksums still accepted for a migration, by version: files edited
+ * after they landed, by exception. A row recorded with one of them gets the
+ * file's current checksum; any other difference is still a changed file.
+ */
+export const ACCEPTED_PREVIOUS_CHECKSUMS: Readonly<Record<string, readonly string[]>> = {
+  // 20261123002700_deal_documents.sql had `comment on policy … on storage.objects`.
+  // Hosted projects with supautils before 3.3.0 refuse that ("must be owner of
+  // relation objects": `postgres` does not own storage.objects), and
+  // `supabase db push` stops there. Before the first release the comment became
+  // a `--` comment: the one edit of a landed migration allowed (also in
+  // check_migrations.ts). Its policies are unchanged, so a local database that
+  // applied the old file holds the same objects and keeps its data.
+  "20261123002700": ["baa371257c89239228c3a9d40f4bf668d03baa2f7b5ecc8a151fe49b343b7360"],
+};
+
 /** The sha256 of a migration file's bytes, hex-encoded (what `checksum` stores). */
 export function migrationChecksum(bytes: Uint8Array): string {
   return createHash("sha256").update(bytes).digest("hex");
@@ -93,21 +129,30 @@ interface MigrationFile extends Migration {
 /**
  * Applies what is new; returns the versions it applied. First checks that
  * every applied migration's file is unchanged: rows with a checksum compare
- * it; older rows without one compare their `statements` when that is exactly
- * the file's text, and get the checksum recorded (rows the Supabase CLI
- * wrote, split into statements, cannot be compared and get the file's
- * current checksum).
+ * it (a checksum of {@linkcode ACCEPTED_PREVIOUS_CHECKSUMS} is replaced by
+ * the current one); older rows without one compare their `statements` when
+ * that is exactly the file's text, and get the checksum recorded (rows the
+ * Supabase CLI wrote, split into statements, cannot be compared and get the
+ * file's current checksum).
+ *
+ * `databaseUrl` names the local superuser (it applies `local/platform.sql`
+ * and grants the policy statements); the migrations are applied by a login
+ * as `postgres` on the same database ({@linkcode postgresRoleUrl}).
  */
 export async function migrate(
   databaseUrl: string,
   options: MigrateOptions = {},
 ): Promise<string[]> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
+  const admin = new pg.Client({ connectionString: databaseUrl });
+  await admin.connect();
+  let client: pg.Client | undefined;
+  const runId = crypto.randomUUID();
+  let granted = false;
   try {
     if (options.includePlatform) {
-      await client.query(await Deno.readTextFile(PLATFORM_SQL));
+      await admin.query(await Deno.readTextFile(PLATFORM_SQL));
     }
+    client = await connectAsPostgres(databaseUrl);
     await ensureMigrationsTable(client);
     const done = new Map(
       (await client.query<AppliedRow>(
@@ -117,32 +162,60 @@ export async function migrate(
     const files = await readMigrations(options.migrationsDir);
 
     const changed: string[] = [];
-    const unrecorded: MigrationFile[] = [];
+    const toRecord: Array<{ migration: MigrationFile; was: string | null }> = [];
     for (const migration of files) {
       const row = done.get(migration.version);
       if (!row) continue;
+      const accepted = ACCEPTED_PREVIOUS_CHECKSUMS[migration.version] ?? [];
       if (row.checksum !== null) {
-        if (row.checksum !== migration.checksum) changed.push(migration.file);
-      } else if (row.statements?.length === 1 && row.statements[0] !== migration.sql) {
+        if (row.checksum === migration.checksum) continue;
+        if (accepted.includes(row.checksum)) toRecord.push({ migration, was: row.checksum });
+        else changed.push(migration.file);
+      } else if (
+        row.statements?.length === 1 && row.statements[0] !== migration.sql &&
+        !accepted.includes(migrationChecksum(new TextEncoder().encode(row.statements[0])))
+      ) {
         changed.push(migration.file);
       } else {
-        unrecorded.push(migration);
+        toRecord.push({ migration, was: null });
       }
     }
     if (changed.length > 0) throw new AppliedMigrationChangedError(changed);
-    for (const migration of unrecorded) {
+    for (const { migration, was } of toRecord) {
       await client.query(
-        "update supabase_migrations.schema_migrations set checksum = $2 where version = $1 and checksum is null",
-        [migration.version, migration.checksum],
+        `update supabase_migrations.schema_migrations set checksum = $2
+         where version = $1 and checksum is not distinct from $3`,
+        [migration.version, migration.checksum, was],
       );
     }
 
     const applied: string[] = [];
     for (const migration of files) {
       if (done.has(migration.version)) continue;
+      const steps = planMigration(migration.sql);
+      const policies = steps.filter((step) => step.granted).map((step) => step.text);
+      if (policies.length > 0) {
+        granted = true;
+        await admin.query(
+          `insert into supautils_local.granted_statements (run_id, statement)
+           select $1, unnest($2::text[])`,
+          [runId, policies],
+        );
+      }
+      let step: MigrationStep | undefined;
       await client.query("begin");
       try {
-        await client.query(migration.sql);
+        for (step of steps) {
+          if (step.granted) {
+            await client.query("select supautils_local.run_granted_statement($1, $2)", [
+              runId,
+              step.text,
+            ]);
+          } else {
+            await client.query(step.text);
+          }
+        }
+        step = undefined;
         await client.query(
           "insert into supabase_migrations.schema_migrations (version, name, statements, checksum) values ($1, $2, $3, $4)",
           [migration.version, migration.name, [migration.sql], migration.checksum],
@@ -151,16 +224,74 @@ export async function migrate(
       } catch (error) {
         await client.query("rollback");
         const message = error instanceof Error ? error.message : String(error);
+        const line = step ? errorLine(migration.sql, step, error) : null;
         throw new Error(
-          `Cannot apply migration "${migration.version}_${migration.name}": ${message}`,
+          `Cannot apply migration "${migration.version}_${migration.name}"${
+            line ? ` (line ${line})` : ""
+          }: ${message}`,
         );
       }
       applied.push(migration.version);
     }
     return applied;
   } finally {
-    await client.end();
+    if (granted) {
+      await admin.query("delete from supautils_local.granted_statements where run_id = $1", [runId])
+        .catch(() => {});
+    }
+    await client?.end();
+    await admin.end();
   }
+}
+
+/** A login as `postgres` on the database of `databaseUrl`, or a one-line error saying why not. */
+async function connectAsPostgres(databaseUrl: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: postgresRoleUrl(databaseUrl) });
+  try {
+    await client.connect();
+  } catch (error) {
+    await client.end().catch(() => {});
+    const message = error instanceof Error ? error.message : String(error);
+    throw new Error(
+      `Cannot migrate: cannot log in as "postgres", the role migrations are applied as ` +
+        `(local/platform.sql creates it; migrate with includePlatform): ${message}`,
+    );
+  }
+  return client;
+}
+
+/** A statement of a migration file, run in order. */
+export interface MigrationStep {
+  /** The exact text (with the comments before it): the steps joined are the file. */
+  text: string;
+  /** Offset of `text` in the file. */
+  start: number;
+  /** 1-based line of the statement's first word. */
+  line: number;
+  /** A policy statement supautils' policy_grants runs as the superuser. */
+  granted: boolean;
+}
+
+/**
+ * A file cut into its statements, each marked when supautils' policy_grants
+ * runs it as the superuser. Statement by statement, so that an error names
+ * its line (PostgreSQL gives no position for "must be owner of …").
+ */
+export function planMigration(sql: string): MigrationStep[] {
+  return splitStatements(sql).map((statement) => ({
+    text: statement.text,
+    start: statement.start,
+    line: statement.line,
+    granted: grantedPolicyStatement(statement.tokens) !== null,
+  }));
+}
+
+/** The file's line of a PostgreSQL error raised by `step`. */
+function errorLine(sql: string, step: MigrationStep, error: unknown): number {
+  const position = Number((error as { position?: string }).position);
+  if (step.granted || !Number.isInteger(position) || position < 1) return step.line;
+  const offset = step.start + [...step.text].slice(0, position - 1).join("").length;
+  return sql.slice(0, offset).split("\n").length;
 }
 
 /** The Supabase CLI's tracking table, with the `checksum` column added when absent. */

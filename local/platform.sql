@@ -1,16 +1,87 @@
 -- =============================================================================
 -- local/platform.sql — what hosted Supabase already provides, for plain PostgreSQL
 --
--- Applied to local and test databases only, before the migrations. It is safe
--- to run again: every statement is guarded. Never deployed: on hosted Supabase
--- these objects exist already (with more to them than this minimal copy).
+-- Applied to local and test databases only, before the migrations, by the
+-- local superuser `supabase_admin` (as hosted). It is safe to run again: every
+-- statement is guarded. Never deployed: on hosted Supabase these objects exist
+-- already (with more to them than this minimal copy).
+--
+-- Ownership is modelled on hosted Supabase, so that a migration statement that
+-- would fail there fails here too. The migration runner (local/migrate.ts)
+-- logs in as `postgres` to apply the migrations, as `supabase db push` does.
+--   * `postgres` is no superuser: NOSUPERUSER CREATEDB CREATEROLE LOGIN
+--     REPLICATION BYPASSRLS (supabase/postgres,
+--     migrations/db/migrations/10000000000000_demote-postgres.sql); a member of
+--     anon, authenticated and service_role with ADMIN OPTION
+--     (20230201083204_grant_auth_roles_to_postgres.sql,
+--     20250605172253_grant_with_admin_to_postgres_16_and_above.sql), of
+--     pg_monitor, pg_read_all_data and pg_signal_backend
+--     (20230306081037_grant_pg_monitor_to_postgres.sql,
+--     20240606060239_grant_predefined_roles_to_postgres.sql), and of none of
+--     the platform's owner roles (20250421084701_revoke_admin_roles_from_postgres.sql).
+--     It owns the database (migrations/db/migrate.sh: alter database postgres
+--     owner to postgres), so `public` and what the migrations create are its.
+--   * The schemas auth, storage and realtime belong to supabase_admin
+--     (init-scripts/00000000000001-auth-schema.sql and
+--     00000000000002-storage-schema.sql: create schema … authorization
+--     supabase_admin; 20211118015519_create-realtime-schema.sql); `postgres`
+--     has USAGE there, not CREATE (20211115181400_update-auth-permissions.sql,
+--     20250709135250_grant_storage_schema_to_postgres_with_grant_option.sql,
+--     20260506172403_grant_realtime_schema_to_postgres_with_grant_option.sql,
+--     20250421084701_revoke_admin_roles_from_postgres.sql).
+--   * Their tables belong to the services' roles: auth.* to
+--     supabase_auth_admin, storage.* to supabase_storage_admin (the same init
+--     scripts), realtime.messages to supabase_realtime_admin (the Realtime
+--     service creates it; pg_dump of hosted projects: "Owner:
+--     supabase_realtime_admin"). `postgres` has ALL (TRIGGER and REFERENCES
+--     included) on auth.users (20211115181400_update-auth-permissions.sql),
+--     storage.buckets and storage.objects (with grant option:
+--     20250623125453_tmp_grant_storage_tables_to_postgres_with_grant_option.sql)
+--     and realtime.messages (pg_dump of hosted projects; the schema-wide grant
+--     of 20211122051245_update-realtime-permissions.sql predates the table).
+--   * supautils (supabase/supautils, src/supautils.c and src/policy_grants.c;
+--     configured in supabase/postgres,
+--     ansible/files/postgresql_config/supautils.conf.j2) lets `postgres`
+--     CREATE, ALTER and DROP POLICY on the tables its `policy_grants` lists by
+--     running those statements as the superuser. COMMENT ON POLICY is covered
+--     only from supautils 3.3.0 (commit "permit COMMENT ON POLICY in
+--     supautils.policy_grants", July 2026); older projects answer "must be
+--     owner of relation …". Here the runner sends exactly those policy
+--     statements to supautils_local.run_granted_statement() (below); every
+--     other statement runs as `postgres` and meets PostgreSQL's own checks.
+--     supautils' drop_trigger_grants is not modelled: hosted's configuration
+--     in supabase/postgres does not set it, so DROP TRIGGER on an existing
+--     trigger of auth.users counts as owner-only here.
 -- =============================================================================
 
 -- -----------------------------------------------------------------------------
--- Roles: the three roles PostgREST and the edge gateway switch into.
+-- Who runs this: the superuser, which is not `postgres`.
 -- -----------------------------------------------------------------------------
 do $$
 begin
+  if current_user = 'postgres' or not (select rolsuper from pg_roles where rolname = current_user) then
+    raise exception 'local/platform.sql must run as the local superuser "supabase_admin", not as "%"', current_user
+      using hint = 'On hosted Supabase "postgres" is not a superuser, and locally neither: a database '
+        'whose superuser is "postgres" was made before the local stack modelled that; '
+        'rebuild the local one with `deno task db:reset --yes`.';
+  end if;
+end
+$$;
+
+-- -----------------------------------------------------------------------------
+-- Roles. Roles are shared by every database of the server: each change is
+-- made only when needed, so concurrent runs on other databases do not collide.
+-- -----------------------------------------------------------------------------
+do $$
+declare
+  r text;
+begin
+  -- The superuser that owns the platform's schemas (the bootstrap superuser of
+  -- a local cluster; created only when this runs as another superuser).
+  if not exists (select 1 from pg_roles where rolname = 'supabase_admin') then
+    create role supabase_admin superuser nologin;
+  end if;
+  -- The three roles PostgREST and the edge gateway switch into.
   if not exists (select 1 from pg_roles where rolname = 'anon') then
     create role anon nologin noinherit;
   end if;
@@ -19,6 +90,51 @@ begin
   end if;
   if not exists (select 1 from pg_roles where rolname = 'service_role') then
     create role service_role nologin noinherit bypassrls;
+  end if;
+  -- The services' roles, owners of their tables. On hosted the services log
+  -- in as them; locally nothing does.
+  foreach r in array array['supabase_auth_admin', 'supabase_storage_admin', 'supabase_realtime_admin'] loop
+    if not exists (select 1 from pg_roles where rolname = r) then
+      execute format('create role %I nologin noinherit', r);
+    end if;
+  end loop;
+  -- `postgres`: what `supabase db push` and the functions' SUPABASE_DB_URL log in as.
+  if not exists (select 1 from pg_roles where rolname = 'postgres') then
+    create role postgres login password 'postgres'
+      nosuperuser createdb createrole replication bypassrls;
+  elsif exists (
+    select 1 from pg_roles where rolname = 'postgres'
+      and (rolsuper or not rolcanlogin or not rolcreatedb or not rolcreaterole
+        or not rolreplication or not rolbypassrls)
+  ) then
+    alter role postgres nosuperuser login createdb createrole replication bypassrls;
+  end if;
+  foreach r in array array['anon', 'authenticated', 'service_role'] loop
+    if not exists (
+      select 1 from pg_auth_members m
+      where m.roleid = r::regrole and m.member = 'postgres'::regrole and m.admin_option
+    ) then
+      execute format('grant %I to postgres with admin option', r);
+    end if;
+  end loop;
+  foreach r in array array['pg_monitor', 'pg_read_all_data', 'pg_signal_backend'] loop
+    if not exists (
+      select 1 from pg_auth_members m where m.roleid = r::regrole and m.member = 'postgres'::regrole
+    ) then
+      execute format('grant %I to postgres', r);
+    end if;
+  end loop;
+end
+$$;
+
+-- -----------------------------------------------------------------------------
+-- The database is `postgres`'s (as hosted's database postgres): `public`
+-- (owned by pg_database_owner) and what the migrations create are its.
+-- -----------------------------------------------------------------------------
+do $$
+begin
+  if (select datdba from pg_database where datname = current_database()) <> 'postgres'::regrole then
+    execute format('alter database %I owner to postgres', current_database());
   end if;
 end
 $$;
@@ -30,18 +146,42 @@ create schema if not exists extensions;
 create schema if not exists auth;
 create schema if not exists realtime;
 create schema if not exists storage;
+alter schema extensions owner to postgres;
+alter schema auth owner to supabase_admin;
+alter schema storage owner to supabase_admin;
+alter schema realtime owner to supabase_admin;
 
 grant usage on schema public, extensions to anon, authenticated, service_role;
 grant usage on schema auth, realtime to anon, authenticated, service_role;
+grant all on schema auth to supabase_auth_admin;
+grant all on schema storage to supabase_storage_admin;
+grant all on schema realtime to supabase_realtime_admin;
+grant usage on schema auth to postgres;
+grant usage on schema storage, realtime to postgres with grant option;
+revoke create on schema auth, storage, realtime from postgres;
 
 -- Supabase's default privileges: table access is granted broadly and RLS
--- decides row by row.
-alter default privileges in schema public
+-- decides row by row. They are the creator's: `postgres` creates what the
+-- migrations make (supabase_admin what this file makes).
+alter default privileges for role postgres, supabase_admin in schema public
   grant all on tables to anon, authenticated, service_role;
-alter default privileges in schema public
+alter default privileges for role postgres, supabase_admin in schema public
   grant all on sequences to anon, authenticated, service_role;
-alter default privileges in schema public
+alter default privileges for role postgres, supabase_admin in schema public
   grant execute on functions to anon, authenticated, service_role;
+
+-- The Supabase CLI's tracking schema is `postgres`'s on hosted (db push makes
+-- it); one a superuser made before is handed over.
+do $$
+begin
+  if exists (select 1 from pg_namespace where nspname = 'supabase_migrations') then
+    alter schema supabase_migrations owner to postgres;
+    if to_regclass('supabase_migrations.schema_migrations') is not null then
+      alter table supabase_migrations.schema_migrations owner to postgres;
+    end if;
+  end if;
+end
+$$;
 
 -- -----------------------------------------------------------------------------
 -- auth: users and the JWT helpers that read request.jwt.claims
@@ -55,12 +195,18 @@ create table if not exists auth.users (
   raw_user_meta_data jsonb not null default '{}'::jsonb,
   role text not null default 'authenticated',
   aud text not null default 'authenticated',
+  is_anonymous boolean not null default false,
   last_sign_in_at timestamptz,
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now()
 );
 comment on table auth.users is
   'Local stand-in for Supabase Auth''s users table (only the columns this project reads)';
+-- Added after the stand-in was first made: a local database created before
+-- gets it here (create table if not exists leaves an existing table as is).
+alter table auth.users add column if not exists is_anonymous boolean not null default false;
+comment on column auth.users.is_anonymous is
+  'An anonymous sign-in: a session without an account (hosted Auth sets it; the new-user welcome skips these)';
 
 create or replace function auth.jwt() returns jsonb
 language sql stable
@@ -89,6 +235,14 @@ comment on function auth.role() is 'The JWT''s role claim (anon, authenticated, 
 grant execute on function auth.jwt(), auth.uid(), auth.role()
   to anon, authenticated, service_role;
 
+-- Supabase Auth's: `postgres` may read and write the rows, reference them and
+-- add triggers (ALL), but not alter, comment on or drop anything.
+alter table auth.users owner to supabase_auth_admin;
+alter function auth.jwt() owner to supabase_auth_admin;
+alter function auth.uid() owner to supabase_auth_admin;
+alter function auth.role() owner to supabase_auth_admin;
+grant all on table auth.users to postgres;
+
 -- -----------------------------------------------------------------------------
 -- realtime: a minimal messages table and the broadcast helpers, so tests can
 -- assert what the database published.
@@ -103,9 +257,13 @@ create table if not exists realtime.messages (
   inserted_at timestamptz not null default now()
 );
 alter table realtime.messages enable row level security;
-grant select, insert on realtime.messages to authenticated, service_role;
 comment on table realtime.messages is
   'Local stand-in for Supabase Realtime''s broadcast messages';
+-- The Realtime service's table (hosted grants as in its pg_dump): `postgres`
+-- may use it and add policies (supautils), not alter it.
+alter table realtime.messages owner to supabase_realtime_admin;
+grant all on table realtime.messages to postgres;
+grant select, insert, update on table realtime.messages to anon, authenticated, service_role;
 
 create or replace function realtime.send(
   payload jsonb, event text, topic text, private boolean default true
@@ -156,6 +314,7 @@ $$;
 comment on function realtime.topic() is
   'The topic a Realtime client subscribes to, for policies on realtime.messages (local stand-in)';
 grant execute on function realtime.topic() to anon, authenticated, service_role;
+alter function realtime.topic() owner to supabase_realtime_admin;
 
 -- -----------------------------------------------------------------------------
 -- Publication used by Postgres Changes
@@ -167,14 +326,18 @@ begin
   end if;
 end
 $$;
+-- Made by hosted's init scripts while `postgres` was still their superuser:
+-- it is `postgres`'s, so migrations may add tables to it.
+alter publication supabase_realtime owner to postgres;
 
 -- -----------------------------------------------------------------------------
 -- storage: the buckets and objects tables of Supabase Storage and its path
 -- helpers, as hosted Supabase defines them (a minimal copy: the columns, the
 -- unique keys and the grants; no search functions, no prefixes). The local
 -- Storage API (local/storage/) writes rows here; migrations create buckets
--- and add policies. RLS is on with no policy, as hosted: only service_role
--- (bypassrls) and the superuser see anything until a migration adds policies.
+-- and add policies. RLS is on with no policy, as hosted: only the bypassrls
+-- roles (service_role, postgres) and the superuser see anything until a
+-- migration adds policies.
 -- -----------------------------------------------------------------------------
 create table if not exists storage.buckets (
   id text primary key,
@@ -286,3 +449,71 @@ grant usage on schema storage to anon, authenticated, service_role;
 grant all on table storage.buckets, storage.objects to anon, authenticated, service_role;
 grant execute on function storage.foldername(text), storage.filename(text), storage.extension(text)
   to anon, authenticated, service_role;
+
+-- Supabase Storage's: `postgres` may use the tables and grant on them, and add
+-- policies (supautils), not alter or comment on them.
+alter table storage.buckets owner to supabase_storage_admin;
+alter table storage.objects owner to supabase_storage_admin;
+alter function storage.foldername(text) owner to supabase_storage_admin;
+alter function storage.filename(text) owner to supabase_storage_admin;
+alter function storage.extension(text) owner to supabase_storage_admin;
+grant all on table storage.buckets, storage.objects to postgres with grant option;
+
+-- -----------------------------------------------------------------------------
+-- supautils' policy_grants, modelled. supautils runs CREATE, ALTER and DROP
+-- POLICY on the tables it lists for `postgres` as the superuser, inside the
+-- session of `postgres`. PostgreSQL cannot be told that without the
+-- extension, so the migration runner (local/migrate.ts, which logs in as
+-- `postgres`) finds exactly those statements in a file, records their text
+-- here over its superuser connection, and in the file's transaction has each
+-- run by run_granted_statement(), which executes only a recorded text, once,
+-- as this function's owner (the superuser), with the session's search path as
+-- supautils does. Everything else in the file runs as `postgres`. `postgres`
+-- may call the function but cannot record a text: a migration cannot reach
+-- the superuser through it. Local only; hosted has no such schema.
+-- -----------------------------------------------------------------------------
+create schema if not exists supautils_local;
+comment on schema supautils_local is
+  'Local stand-in for supautils'' policy_grants (local/migrate.ts); hosted Supabase has no such schema';
+revoke all on schema supautils_local from public;
+grant usage on schema supautils_local to postgres;
+
+create table if not exists supautils_local.granted_statements (
+  run_id text not null,
+  statement text not null
+);
+comment on table supautils_local.granted_statements is
+  'Policy statements the migration runner found in the file it applies, each runnable once as the superuser by run_granted_statement()';
+comment on column supautils_local.granted_statements.run_id is 'The migration run that recorded the statement';
+comment on column supautils_local.granted_statements.statement is
+  'The exact text of a CREATE, ALTER or DROP POLICY on a table of supautils.policy_grants';
+revoke all on table supautils_local.granted_statements from public;
+
+-- No SET search_path: the statement resolves its names as the session does
+-- (as under supautils); the function's own names and operators are fully
+-- qualified, so no object of the caller's can stand in for them.
+create or replace function supautils_local.run_granted_statement(p_run_id text, p_statement text)
+returns void
+language plpgsql
+security definer
+as $$
+begin
+  delete from supautils_local.granted_statements g
+  where g.ctid operator(pg_catalog.=) (
+    select s.ctid from supautils_local.granted_statements s
+    where s.run_id operator(pg_catalog.=) p_run_id
+      and s.statement operator(pg_catalog.=) p_statement
+    limit 1
+    for update
+  );
+  if not found then
+    raise exception 'This statement was not granted by the migration runner (local supautils stand-in)'
+      using errcode = '42501';
+  end if;
+  execute p_statement;
+end
+$$;
+comment on function supautils_local.run_granted_statement(text, text) is
+  'Runs, once and as the superuser, a policy statement the migration runner recorded (local stand-in for supautils.policy_grants)';
+revoke all on function supautils_local.run_granted_statement(text, text) from public;
+grant execute on function supautils_local.run_granted_statement(text, text) to postgres;

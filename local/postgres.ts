@@ -11,6 +11,7 @@ import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { type PostgresBinaries, postgresBinaries } from "./pg_binaries.ts";
 import { prepareDataDir } from "./pg_data_dir.ts";
+import { withClient } from "./pg_client.ts";
 import { ensurePostgresUser, type PostgresUser, runningAsRoot } from "./pg_user.ts";
 
 /** Options for {@linkcode startPostgres}. */
@@ -27,7 +28,11 @@ export interface StartPostgresOptions {
 
 /** A running embedded PostgreSQL server. */
 export interface RunningPostgres {
-  /** Connection URL of the `postgres` database as the `postgres` superuser. */
+  /**
+   * Connection URL of the `postgres` database as the local superuser
+   * `supabase_admin` (for `local/platform.sql` and fixtures; see
+   * {@linkcode postgresRoleUrl} for what migrations and functions log in as).
+   */
   url: string;
   /** Whether this start created the cluster (so the caller may seed it). */
   initialised: boolean;
@@ -44,10 +49,28 @@ export class PostgresStartError extends Error {
   override name = "PostgresStartError";
 }
 
-/** Credentials of the local superuser (local and test only). */
-export const LOCAL_DB_USER = "postgres";
-/** Password of the local superuser (local and test only). */
+/**
+ * The local superuser (local and test only). It is `supabase_admin`, as on
+ * hosted Supabase, where `postgres` is not a superuser: `local/platform.sql`
+ * makes `postgres` the non-superuser that migrations and functions log in as.
+ */
+export const LOCAL_DB_USER = "supabase_admin";
+/** Password of the local superuser and of `postgres` (local and test only; see platform.sql). */
 export const LOCAL_DB_PASSWORD = "postgres";
+/** The role `supabase db push` and hosted functions' SUPABASE_DB_URL log in as. */
+export const POSTGRES_ROLE = "postgres";
+
+/**
+ * The same database as `url`, logged in as `postgres` with the local
+ * password (the role `local/platform.sql` creates): what migrations are
+ * applied as and what the local functions connect as.
+ */
+export function postgresRoleUrl(url: string): string {
+  const parsed = new URL(url);
+  parsed.username = POSTGRES_ROLE;
+  parsed.password = LOCAL_DB_PASSWORD;
+  return parsed.toString();
+}
 
 /** How long a server may take to accept connections before start-up is abandoned. */
 const READY_TIMEOUT_MS = 120_000;
@@ -97,8 +120,17 @@ export async function startPostgres(
     await server.stop();
     throw await failed(error);
   }
+  const url =
+    `postgresql://${LOCAL_DB_USER}:${LOCAL_DB_PASSWORD}@127.0.0.1:${options.port}/postgres`;
+  if (!initialised) {
+    const problem = await superuserProblem(url);
+    if (problem) {
+      await server.stop();
+      throw new PostgresStartError(`Cannot start PostgreSQL in "${dataDir}": ${problem}`);
+    }
+  }
   return {
-    url: `postgresql://${LOCAL_DB_USER}:${LOCAL_DB_PASSWORD}@127.0.0.1:${options.port}/postgres`,
+    url,
     initialised,
     dataDir,
     ...(relocatedFrom ? { relocatedFrom } : {}),
@@ -107,6 +139,33 @@ export async function startPostgres(
       if (!options.persistent) await Deno.remove(dataDir, { recursive: true }).catch(() => {});
     },
   };
+}
+
+/**
+ * Why an existing cluster cannot be used as the local superuser, or null.
+ * Clusters made before the local stack modelled hosted roles have the
+ * bootstrap superuser `postgres`, which cannot be demoted: they are rebuilt.
+ */
+async function superuserProblem(url: string): Promise<string | null> {
+  try {
+    await withClient(url, (client) => client.query("select 1"));
+    return null;
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code !== "28P01" && code !== "28000") return oneLine(error);
+  }
+  const legacy = await withClient(
+    postgresRoleUrl(url),
+    async (client) =>
+      (await client.query<{ rolname: string }>("select rolname from pg_roles where oid = 10"))
+        .rows[0]?.rolname === POSTGRES_ROLE,
+  ).catch(() => false);
+  return legacy
+    ? `this local database was created when its superuser was "${POSTGRES_ROLE}"; as on hosted ` +
+      `Supabase, "${POSTGRES_ROLE}" is now no superuser and the superuser is "${LOCAL_DB_USER}": ` +
+      "rebuild it with `deno task db:reset --yes` (its data is deleted)"
+    : `cannot log in as the local superuser "${LOCAL_DB_USER}"; rebuild the local database with ` +
+      "`deno task db:reset --yes` (its data is deleted)";
 }
 
 /** Fails with a one-line error when something already listens on the port. */
@@ -147,7 +206,7 @@ function processOptions(runAs: PostgresUser | null): Deno.CommandOptions {
   };
 }
 
-/** Creates the cluster (superuser `postgres`, password auth, UTF-8, English messages). */
+/** Creates the cluster (superuser `supabase_admin`, password auth, UTF-8, English messages). */
 async function initdb(
   binaries: PostgresBinaries,
   dataDir: string,

@@ -13,13 +13,27 @@ import { Runtime } from "../supabase/functions/_shared/runtime.ts";
 import { readVerifyJwt } from "./config_toml.ts";
 import { loadFunctions } from "./functions.ts";
 import { createGateway } from "./gateway.ts";
-import { jwksOf, loadOrCreateSigningKey, LOCAL_JWT_SECRET, signProjectKey } from "./keys.ts";
+import {
+  jwksOf,
+  loadOrCreateSigningKey,
+  LOCAL_JWT_SECRET,
+  LOCAL_PUBLISHABLE_KEY,
+  LOCAL_SECRET_KEY,
+  signProjectKey,
+} from "./keys.ts";
 import { AppliedMigrationChangedError, migrate } from "./migrate.ts";
 import { CONFIG_TOML_PATH, LOCAL_DB_PORT, LOCAL_STATE_DIR, SIGNING_KEY_PATH } from "./paths.ts";
-import { assertPortFree, freePort, PostgresStartError, startPostgres } from "./postgres.ts";
+import {
+  assertPortFree,
+  freePort,
+  postgresRoleUrl,
+  PostgresStartError,
+  startPostgres,
+} from "./postgres.ts";
 import { startScheduler } from "./scheduler.ts";
 import { hasMigrationsTable, seedDatabase } from "./seed.ts";
 import { createStorageApi } from "./storage/api.ts";
+import { readSupabaseEnv } from "./supabase_env.ts";
 
 /** The local scheduler token (least privilege: scheduled functions only). */
 export const LOCAL_SCHEDULER_TOKEN = "local-scheduler-token-for-development-only-0000";
@@ -51,13 +65,18 @@ async function main(): Promise<void> {
         `which cannot reach ${database.relocatedFrom}`,
     );
   }
+  // The local superuser's URL (or SUPABASE_DB_URL, which must name a superuser
+  // too): it applies local/platform.sql. Migrations, the seed, the functions
+  // and the scheduler log in as `postgres` on the same database, as on hosted
+  // Supabase, where `postgres` is no superuser (see local/platform.sql).
   const dbUrl = env.SUPABASE_DB_URL ?? database!.url;
+  const appDbUrl = postgresRoleUrl(dbUrl);
   const stops: Array<() => Promise<void> | void> = [];
   if (database) stops.push(() => database.stop());
   try {
     const firstInit = !(await hasMigrationsTable(dbUrl));
     const applied = await migrate(dbUrl, { includePlatform: true });
-    if (firstInit || env.SEED === "true") await seedDatabase(dbUrl);
+    if (firstInit || env.SEED === "true") await seedDatabase(appDbUrl);
 
     const secret = env.SUPABASE_JWT_SECRET ?? LOCAL_JWT_SECRET;
     const anonKey = await signProjectKey("anon", secret);
@@ -70,11 +89,16 @@ async function main(): Promise<void> {
       SUPABASE_JWKS: JSON.stringify(jwksOf(signingKey)),
       SUPABASE_ANON_KEY: anonKey,
       SUPABASE_SERVICE_ROLE_KEY: serviceKey,
+      SUPABASE_PUBLISHABLE_KEYS: JSON.stringify({ default: LOCAL_PUBLISHABLE_KEY }),
+      SUPABASE_SECRET_KEYS: JSON.stringify({ default: LOCAL_SECRET_KEY }),
       SCHEDULER_TOKEN: LOCAL_SCHEDULER_TOKEN,
       LOCAL_DEV: "true",
       SITE_URL: "http://localhost:5173",
+      // The values the Supabase CLI reads for config.toml (the Send Email
+      // Hook secret), so auth-email-webhook checks the one local secret.
+      ...(await readSupabaseEnv()),
       ...env,
-      SUPABASE_DB_URL: dbUrl,
+      SUPABASE_DB_URL: appDbUrl,
     });
     stops.unshift(() => runtime.close());
 
@@ -97,7 +121,7 @@ async function main(): Promise<void> {
     const server = Deno.serve({ hostname: "127.0.0.1", port, onListen: () => {} }, gateway);
     stops.unshift(() => server.shutdown());
     const scheduler = await startScheduler({
-      databaseUrl: dbUrl,
+      databaseUrl: appDbUrl,
       functionsUrl: `${url}/functions/v1`,
       token: runtime.env.values.SCHEDULER_TOKEN ?? LOCAL_SCHEDULER_TOKEN,
       log: runtime.log.with({ component: "scheduler" }),
@@ -108,9 +132,11 @@ async function main(): Promise<void> {
       url,
       anonKey,
       serviceKey,
+      publishableKey: runtime.env.values.SUPABASE_PUBLISHABLE_KEYS?.default,
+      secretKey: runtime.env.values.SUPABASE_SECRET_KEYS?.default,
       functions: functions.size,
       applied,
-      dbUrl,
+      dbUrl: appDbUrl,
       mail: runtime.env.values.LOCAL_DEV,
     }));
   } catch (error) {
@@ -140,6 +166,9 @@ function banner(info: {
   url: string;
   anonKey: string;
   serviceKey: string;
+  /** The `default` publishable and secret keys, when there are. */
+  publishableKey?: string;
+  secretKey?: string;
   functions: number;
   applied: string[];
   dbUrl: string;
@@ -156,6 +185,8 @@ function banner(info: {
     `  Database         ${info.dbUrl.replace(/:[^:@/]+@/, ":****@")}`,
     `  anon key         ${info.anonKey}`,
     `  service_role key ${info.serviceKey}`,
+    ...(info.publishableKey ? [`  publishable key  ${info.publishableKey}`] : []),
+    ...(info.secretKey ? [`  secret key       ${info.secretKey}`] : []),
     `  scheduler token  ${LOCAL_SCHEDULER_TOKEN}`,
     `  User token       deno task token --email you@example.com [--admin]`,
     "Press Ctrl-C to stop.",

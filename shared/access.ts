@@ -10,7 +10,11 @@
  *   `details.next = "connect-onboarding-link"` (starting payout onboarding,
  *   open to every signed-in user, is how one becomes a seller)
  * - `deal-participant`: the buyer or seller of the `dealId` in the body
- * - `admin`: a signed-in user holding the admin role
+ * - `deal-participant-or-admin`: the buyer or seller of the `dealId` in the
+ *   body, or an admin (reading a deal's payment, cancelling a deal)
+ * - `admin`: a signed-in user holding the admin role; a function whose
+ *   catalog entry has `scheduler: true` may also be started by the scheduler
+ *   (the service-role key or `SCHEDULER_TOKEN`), never by the anon key
  * - `scheduled`: the service role, the scheduler token, an admin, or the anon
  *   key when the server runs with `LOCAL_DEV=true`
  * - `system`: the service role or an admin ("system-controlled use")
@@ -25,6 +29,7 @@ export type Access =
   | "user"
   | "seller"
   | "deal-participant"
+  | "deal-participant-or-admin"
   | "admin"
   | "scheduled"
   | "system"

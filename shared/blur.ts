@@ -1,16 +1,56 @@
 /**
- * The blur policy as the frontend sees it: which listing fields can be
- * hidden, which column of `listing_view_secure` each one is, and how the UI
- * shows a hidden field. Mirrors `public.blurred_fields` (field_key,
- * column_name, when_hidden); `tests/shared/blur.test.ts` keeps them equal.
+ * The blur policy as the frontend sees it: every listing field, the column
+ * of `listing_view_secure` that holds it, which fields can be hidden, and
+ * how the UI shows a hidden field. Mirrors `public.listing_fields`
+ * (field_key, column_name, visibility) and `public.blurred_fields`
+ * (field_key, column_name, when_hidden); `tests/shared/blur.test.ts` and
+ * `tests/db/blur_policy.test.ts` keep them equal.
  *
  * Which fields are hidden for which plan is data (the per-plan flags of
  * `blurred_fields`); every row of `listing_view_secure` names the fields
  * hidden from the caller in its `blurred_fields` column, and their columns
- * are NULL: the true value never reaches the browser.
+ * are NULL: the true value never reaches the browser. `can_view_field`
+ * answers for every key of {@linkcode LISTING_FIELDS} and refuses any other
+ * key (SQLSTATE 22023, HTTP 400).
  *
  * @module
  */
+
+/** Keys of every listing field (`listing_fields.field_key`): one per column of the view. */
+export const LISTING_FIELDS = [
+  "id",
+  "seller",
+  "title",
+  "description",
+  "url",
+  "category",
+  "asking_price",
+  "currency",
+  "monthly_revenue",
+  "monthly_profit",
+  "monthly_traffic",
+  "review_status",
+  "rejection_reason",
+  "views_count",
+  "submitted_at",
+  "reviewed_at",
+  "created_at",
+  "updated_at",
+  "is_owner",
+  "blurred_fields",
+  "is_sponsored",
+  "sponsored_until",
+] as const;
+/** A listing field, as `can_view_field` takes it. */
+export type ListingField = (typeof LISTING_FIELDS)[number];
+
+/**
+ * Who sees a field of a listing they can see (`listing_fields.visibility`):
+ * everyone (`listing`), per plan by the flags of `blurred_fields`
+ * (`blur_policy`; the seller and admins always), or its seller and admins
+ * only (`seller_and_admins`).
+ */
+export type FieldVisibility = "listing" | "blur_policy" | "seller_and_admins";
 
 /** Keys of the blur-able listing fields (`blurred_fields.field_key`). */
 export const BLUR_FIELDS = [
@@ -21,20 +61,64 @@ export const BLUR_FIELDS = [
   "monthly_traffic",
   "url",
   "seller",
-] as const;
+] as const satisfies readonly ListingField[];
 /** A blur-able listing field. */
 export type BlurField = (typeof BLUR_FIELDS)[number];
 
-/** Field key → the column of `listing_view_secure` that is NULL when the field is hidden. */
+/**
+ * Field key → the column of `listing_view_secure` that holds it, for every
+ * field (the column of a hidden field is NULL).
+ */
 export const FIELD_TO_COLUMN_MAP = {
-  asking_price: "asking_price",
+  id: "id",
+  seller: "seller_id",
+  title: "title",
   description: "description",
+  url: "url",
+  category: "category",
+  asking_price: "asking_price",
+  currency: "currency",
   monthly_revenue: "monthly_revenue",
   monthly_profit: "monthly_profit",
   monthly_traffic: "monthly_traffic",
-  url: "url",
-  seller: "seller_id",
-} as const satisfies Record<BlurField, string>;
+  review_status: "review_status",
+  rejection_reason: "rejection_reason",
+  views_count: "views_count",
+  submitted_at: "submitted_at",
+  reviewed_at: "reviewed_at",
+  created_at: "created_at",
+  updated_at: "updated_at",
+  is_owner: "is_owner",
+  blurred_fields: "blurred_fields",
+  is_sponsored: "is_sponsored",
+  sponsored_until: "sponsored_until",
+} as const satisfies Record<ListingField, keyof ListingViewRow>;
+
+/** Who sees each field (`listing_fields.visibility`). */
+export const FIELD_VISIBILITY = {
+  id: "listing",
+  seller: "blur_policy",
+  title: "listing",
+  description: "blur_policy",
+  url: "blur_policy",
+  category: "listing",
+  asking_price: "blur_policy",
+  currency: "listing",
+  monthly_revenue: "blur_policy",
+  monthly_profit: "blur_policy",
+  monthly_traffic: "blur_policy",
+  review_status: "listing",
+  rejection_reason: "seller_and_admins",
+  views_count: "listing",
+  submitted_at: "listing",
+  reviewed_at: "listing",
+  created_at: "listing",
+  updated_at: "listing",
+  is_owner: "listing",
+  blurred_fields: "listing",
+  is_sponsored: "listing",
+  sponsored_until: "listing",
+} as const satisfies Record<ListingField, FieldVisibility>;
 
 /**
  * Hidden fields the UI still requests and shows as a blurred placeholder
@@ -62,7 +146,7 @@ export type FieldPresentation = "value" | "placeholder" | "omit";
  * `blurredFields`: its value, a blurred placeholder, or nothing at all.
  */
 export function fieldPresentation(
-  field: BlurField,
+  field: ListingField,
   blurredFields: readonly string[],
 ): FieldPresentation {
   if (!blurredFields.includes(field)) return "value";
@@ -93,4 +177,6 @@ export interface ListingViewRow {
   updated_at: string;
   is_owner: boolean;
   blurred_fields: BlurField[];
+  is_sponsored: boolean;
+  sponsored_until: string | null;
 }

@@ -100,6 +100,12 @@ export type FunctionGroup =
 export interface FunctionEntry {
   /** Who may call it (see `access.ts`). */
   access: Access;
+  /**
+   * An admin function the schedule starts as well: the scheduler's
+   * credentials (the service-role key or `SCHEDULER_TOKEN`) are accepted
+   * besides an admin's token; the anon key never is.
+   */
+  scheduler?: true;
   /** Its group in the interface. */
   group: FunctionGroup;
   /** One line on what it does. */
@@ -205,7 +211,7 @@ export const FUNCTIONS = {
     output: CreateDealPaymentOutput,
   },
   "cancel-deal": {
-    access: "user",
+    access: "deal-participant-or-admin",
     group: "deals",
     summary:
       "Cancels a deal before it is paid, stopping its payment at the processor first (its buyer, its seller or an admin)",
@@ -227,9 +233,10 @@ export const FUNCTIONS = {
     output: DealSettlementOutput,
   },
   "payment-status": {
-    access: "deal-participant",
+    access: "deal-participant-or-admin",
     group: "deals",
-    summary: "Returns a deal's payment status, reconciled with the processor",
+    summary:
+      "Returns a deal's payment status, reconciled with the processor (its buyer, its seller or an admin)",
     input: DealIdInput,
     output: PaymentStatusOutput,
   },
@@ -248,7 +255,8 @@ export const FUNCTIONS = {
     output: SendNotificationOutput,
   },
   "send-admin-listing-notification": {
-    access: "scheduled",
+    access: "admin",
+    scheduler: true,
     group: "notifications",
     summary: "Digest of listings awaiting review, to admins",
     output: AdminDigestOutput,
@@ -275,7 +283,8 @@ export const FUNCTIONS = {
     output: NoticesOutput,
   },
   "send-admin-contact-notification": {
-    access: "scheduled",
+    access: "admin",
+    scheduler: true,
     group: "notifications",
     summary: "Digest of new contact messages, to admins",
     output: AdminDigestOutput,
@@ -294,9 +303,10 @@ export const FUNCTIONS = {
     output: JobAnswer,
   },
   "send-new-user-notification": {
-    access: "system",
+    access: "scheduled",
     group: "notifications",
-    summary: "Welcomes a new user and tells the admins",
+    summary:
+      "Welcomes new users and tells the admins: every minute the queue of sign-ups, or one user by id",
     input: SendNewUserNotificationInput,
     output: SendNewUserNotificationOutput,
   },
@@ -348,8 +358,9 @@ export const FUNCTIONS = {
   },
   "process-sponsored-activations": {
     access: "admin",
+    scheduler: true,
     group: "schedulers",
-    summary: "Activates scheduled sponsored listings",
+    summary: "Activates scheduled sponsored listings (hourly, and by admins)",
     output: JobAnswer,
   },
   "connect-onboarding-link": {

@@ -11,6 +11,7 @@ export * from "./billing_schemas.ts";
 export * from "./blur.ts";
 export * from "./deal_schemas.ts";
 export * from "./document_schemas.ts";
+export * from "./explore.ts";
 export * from "./functions.ts";
 export * from "./invoke.ts";
 export * from "./job_schemas.ts";

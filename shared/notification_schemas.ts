@@ -5,6 +5,7 @@
  * @module
  */
 import { z } from "zod";
+import { JobAnswer } from "./job_schemas.ts";
 import {
   AUTH_EMAIL_ACTIONS,
   EMAIL_SEND_STATUSES,
@@ -31,14 +32,25 @@ export const NoticeLink = z.string().max(2048).refine(
   { message: "A link is a path starting with / or an http(s) address" },
 );
 
+/**
+ * An e-mail's label (`emailType`, stored in `email_logs.email_type`): any
+ * printable text of 1 to 100 characters, trimmed — `listing_approved`,
+ * `listingApproved` and `Weekly report` alike. No control characters or
+ * line separators. A label the server knows (`EMAIL_TYPES` in
+ * `notifications.ts`, matched as written or in snake case) honours its
+ * notification type's e-mail preference; any other is always sent.
+ */
+export const EmailTypeLabel = z.string().trim().min(1).max(100).refine(
+  (value) => !/[\p{Cc}\u2028\u2029]/u.test(value),
+  { message: "An e-mail type is printable text: no control characters or line separators" },
+);
+
 /** `send-email` request: the interface's four fields, plus optional ones. */
 export const SendEmailInput = z.object({
   to: EmailAddress,
   subject: z.string().trim().min(1).max(300),
   html: z.string().min(1).max(500_000),
-  emailType: z.string().trim().min(1).max(100).regex(/^[a-z0-9_.:-]+$/, {
-    message: "An e-mail type is lower-case letters, digits and _ . : -",
-  }),
+  emailType: EmailTypeLabel,
   /** A plain-text part (derived from `html` when absent). */
   text: z.string().min(1).max(500_000).optional(),
   replyTo: EmailAddress.optional(),
@@ -87,16 +99,22 @@ export const SendPaymentEmailInput = z.object({
 /** Answers that list one result per recipient. */
 export const NoticesOutput = z.object({ results: z.array(NoticeResult) });
 
-/** `send-new-user-notification` request. */
-export const SendNewUserNotificationInput = z.object({ userId: z.uuid() });
+/**
+ * `send-new-user-notification` request: `{ userId }` welcomes that user;
+ * no body (the schedule's start) drains the new-user welcome queue.
+ */
+export const SendNewUserNotificationInput = z.object({ userId: z.uuid().optional() });
 
-/** `send-new-user-notification` answer. */
-export const SendNewUserNotificationOutput = z.object({
+/** `send-new-user-notification` answer to `{ userId }`. */
+export const NewUserWelcomeOutput = z.object({
   /** False when this user was welcomed before (nothing was sent). */
   welcomed: z.boolean(),
   welcome: NoticeResult,
   admins: z.array(NoticeResult),
 });
+
+/** `send-new-user-notification` answer: one user's welcome, or the queue drain's job answer. */
+export const SendNewUserNotificationOutput = z.union([NewUserWelcomeOutput, JobAnswer]);
 
 /** `send-listing-approval-notification` request. */
 export const ListingIdInput = z.object({ listingId: z.uuid() });

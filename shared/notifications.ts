@@ -16,6 +16,13 @@ export interface NotificationTypeInfo {
   email: boolean;
   /** Whether in-app notices are on when the user has not chosen. */
   inApp: boolean;
+  /**
+   * Whether a new in-app notice is pushed live over Realtime (private topic
+   * `user:<id>`). Only notices of critical changes are — a listing's review,
+   * a deal's money, a deal's handover; the app polls `notifications` for the
+   * rest (digests, price alerts, sponsored placements, admin alerts, ...).
+   */
+  pushed: boolean;
 }
 
 /**
@@ -23,28 +30,56 @@ export interface NotificationTypeInfo {
  * constraints list the same keys (a test keeps them equal).
  */
 export const NOTIFICATION_TYPES = {
-  account: { label: "Your account and payout verification", email: true, inApp: true },
-  listing_review: { label: "Reviews of your listings", email: true, inApp: true },
-  new_listings: { label: "Daily digest of new listings", email: false, inApp: false },
-  payments: { label: "Payments, payouts and refunds", email: true, inApp: true },
-  messages: { label: "Messages from the marketplace team", email: true, inApp: true },
-  admin_digest: { label: "Admin digests (review queue, contact form)", email: true, inApp: true },
+  account: {
+    label: "Your account and payout verification",
+    email: true,
+    inApp: true,
+    pushed: false,
+  },
+  listing_review: { label: "Reviews of your listings", email: true, inApp: true, pushed: true },
+  new_listings: {
+    label: "Daily digest of new listings",
+    email: false,
+    inApp: false,
+    pushed: false,
+  },
+  payments: { label: "Payments, payouts and refunds", email: true, inApp: true, pushed: true },
+  messages: {
+    label: "Messages from the marketplace team",
+    email: true,
+    inApp: true,
+    pushed: false,
+  },
+  admin_digest: {
+    label: "Admin digests (review queue, contact form)",
+    email: true,
+    inApp: true,
+    pushed: false,
+  },
   price_alerts: {
     label: "Matches of your price alerts and saved searches",
     email: true,
     inApp: true,
+    pushed: false,
   },
-  sponsored: { label: "Your sponsored placements starting and ending", email: true, inApp: true },
+  sponsored: {
+    label: "Your sponsored placements starting and ending",
+    email: true,
+    inApp: true,
+    pushed: false,
+  },
   handover: {
     label: "Deal handovers: reminders and completion",
     email: true,
     inApp: true,
+    pushed: true,
   },
   admin_alerts: {
     label:
       "Admin alerts: payments returned, disputes after payout, long escrow holds, contact form ceiling",
     email: true,
     inApp: true,
+    pushed: false,
   },
 } as const satisfies Record<string, NotificationTypeInfo>;
 

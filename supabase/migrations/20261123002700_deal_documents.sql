@@ -217,12 +217,15 @@ comment on function public.can_read_deal_object(text) is
 revoke execute on function public.can_read_deal_object(text) from public, anon;
 grant execute on function public.can_read_deal_object(text) to authenticated, service_role;
 
+-- Objects of the bucket deal-documents are readable by the deal's buyer and
+-- seller (the first folder is the deal id) and by admins. No policy lets a
+-- client write there: uploads use signed URLs. (A SQL comment, not COMMENT ON
+-- POLICY: on hosted Supabase `postgres` does not own storage.objects, and
+-- supautils before 3.3.0 refuses COMMENT ON POLICY there.)
 drop policy if exists "Deal participants and admins can read deal documents" on storage.objects;
 create policy "Deal participants and admins can read deal documents" on storage.objects
   for select to authenticated
   using (bucket_id = 'deal-documents' and public.can_read_deal_object(name));
-comment on policy "Deal participants and admins can read deal documents" on storage.objects is
-  'Objects of the bucket deal-documents are readable by the deal''s buyer and seller (the first folder is the deal id) and by admins. No policy lets a client write there: uploads use signed URLs';
 
 -- -----------------------------------------------------------------------------
 -- confirm_deal_documents(): pending uploads whose object exists

@@ -1,5 +1,13 @@
 import assert from "node:assert/strict";
+import { isDeepStrictEqual } from "node:util";
 import type pg from "pg";
+import {
+  BLUR_FIELDS,
+  FIELD_TO_COLUMN_MAP,
+  FIELD_VISIBILITY,
+  LISTING_FIELDS,
+} from "../../shared/blur.ts";
+import { EXPLORE_PAGE_SIZE } from "../../shared/explore.ts";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
 import { asRole, createUser, type SqlIdentity, type TestUser } from "../support/sql.ts";
 import {
@@ -174,7 +182,7 @@ sqlTest("can_view_field() shows the owner and admins everything", async () => {
 });
 
 sqlTest(
-  "can_view_field() is false for an unknown field, an unknown listing and unpublished listings",
+  "can_view_field() is false for an unknown listing and unpublished listings, true for title",
   async () => {
     const everyone: SqlIdentity[] = [
       identity("unauth"),
@@ -184,15 +192,14 @@ sqlTest(
       { role: "authenticated", userId: admin.id },
     ];
     for (const who of everyone) {
-      assert.equal(await canView(who, approved.id, "no_such_field"), false);
-      assert.equal(await canView(who, approved.id, "title"), false);
+      assert.equal(await canView(who, approved.id, "title"), true);
       assert.equal(await canView(who, crypto.randomUUID(), "asking_price"), false);
+      assert.equal(await canView(who, crypto.randomUUID(), "title"), false);
     }
-    assert.equal(await canViewFor(null, approved.id, "no_such_field"), false);
     assert.equal(await canViewFor(admin.id, crypto.randomUUID(), "url"), false);
     const nulls = await db.pool.query(
-      "select public.can_view_field(null, 'url', $1) as a, public.can_view_field($2, null, $1) as b",
-      [admin.id, approved.id],
+      "select public.can_view_field(null, 'url', $1) as a, public.can_view_field(null, 'id', $1) as b",
+      [admin.id],
     );
     assert.deepEqual(nulls.rows[0], { a: false, b: false });
     for (const listing of Object.values(hiddenListings)) {
@@ -247,6 +254,204 @@ sqlTest("can_view_field() lets a client ask only about itself", async () => {
     assert.equal(rows[0].ok, true);
   });
 });
+
+/** Columns the view computes for the viewer: they have no stored value to compare with. */
+const VIEWER_COLUMNS: ReadonlySet<string> = new Set(["is_owner", "blurred_fields"]);
+
+/** Every viewer kind, with the user can_view_field() is asked about (null: a visitor). */
+function viewerKinds(): Array<{ name: string; who: SqlIdentity; userId: string | null }> {
+  const signedIn = (name: string, user: TestUser) => ({
+    name,
+    who: { role: "authenticated" as const, userId: user.id },
+    userId: user.id,
+  });
+  return [
+    { name: "unauth", who: identity("unauth"), userId: null },
+    signedIn("free", viewers.free),
+    signedIn("starter", viewers.starter),
+    signedIn("pro", viewers.pro),
+    signedIn("seller", seller),
+    signedIn("admin", admin),
+  ];
+}
+
+/** can_view_field() for every key of shared/blur.ts at once: as `who`, and asked about `userId`. */
+async function answersFor(
+  who: SqlIdentity,
+  userId: string | null,
+  listingId: string,
+): Promise<{ own: Map<string, boolean>; asked: Map<string, boolean> }> {
+  const sql = `select f as field, public.can_view_field($1, f) as own,
+                 public.can_view_field($1, f, $3) as asked
+               from unnest($2::text[]) f`;
+  const { rows } = await asRole(
+    db.pool,
+    who,
+    (c) =>
+      c.query<{ field: string; own: boolean; asked: boolean }>(sql, [
+        listingId,
+        LISTING_FIELDS,
+        userId,
+      ]),
+  );
+  return {
+    own: new Map(rows.map((r) => [r.field, r.own])),
+    asked: new Map(rows.map((r) => [r.field, r.asked])),
+  };
+}
+
+sqlTest(
+  "listing_view_secure, can_view_field() and shared/blur.ts agree on every field, for every viewer and plan",
+  async () => {
+    // The view's columns, from the catalog, are exactly shared/blur.ts's columns, one field each.
+    const { rows: columns } = await db.pool.query<{ attname: string }>(
+      `select a.attname from pg_attribute a
+       where a.attrelid = 'public.listing_view_secure'::regclass
+         and a.attnum > 0 and not a.attisdropped`,
+    );
+    assert.deepEqual(
+      columns.map((c) => c.attname).sort(),
+      Object.values(FIELD_TO_COLUMN_MAP).sort(),
+      "every column of listing_view_secure has one field key in shared/blur.ts",
+    );
+    assert.deepEqual(Object.keys(FIELD_TO_COLUMN_MAP).sort(), [...LISTING_FIELDS].sort());
+    // The keys can_view_field() knows (listing_fields) are shared/blur.ts's, and its
+    // blur-policy fields are those of blurred_fields.
+    const { rows: keys } = await db.pool.query<
+      { field_key: string; column_name: string; visibility: string }
+    >("select field_key, column_name, visibility from public.listing_fields order by field_key");
+    assert.deepEqual(
+      keys,
+      LISTING_FIELDS.toSorted().map((field) => ({
+        field_key: field,
+        column_name: FIELD_TO_COLUMN_MAP[field],
+        visibility: FIELD_VISIBILITY[field],
+      })),
+    );
+    assert.deepEqual(
+      keys.filter((k) => k.visibility === "blur_policy").map((k) => k.field_key),
+      [...BLUR_FIELDS].sort(),
+    );
+
+    // Two samples with a value in every column: one everyone may see, one only its
+    // seller and admins may (rejected).
+    const samples = [
+      await createListing(db.pool, seller.id, "approved"),
+      await createListing(db.pool, seller.id, "rejected"),
+    ];
+    for (const sample of samples) {
+      await db.pool.query(
+        `update public.listings set rejection_reason = 'A note to the seller', is_sponsored = true,
+           sponsored_until = now() + interval '1 day'
+         where id = $1`,
+        [sample.id],
+      );
+    }
+    const truth = new Map<string, Record<string, unknown>>();
+    for (const sample of samples) {
+      const { rows } = await db.pool.query<{ row: Record<string, unknown> }>(
+        "select to_jsonb(l) as row from public.listings l where l.id = $1",
+        [sample.id],
+      );
+      const row = rows[0]!.row;
+      for (const column of Object.values(FIELD_TO_COLUMN_MAP)) {
+        if (VIEWER_COLUMNS.has(column)) continue;
+        assert.notEqual(row[column], null, `sample ${sample.review_status}: ${column} has a value`);
+      }
+      truth.set(sample.id, row);
+    }
+
+    // With the seeded flags and with every flag flipped, every plan sees every
+    // blur-able field once and misses it once.
+    let checked = 0;
+    const check = async (flags: string) => {
+      for (const { name, who, userId } of viewerKinds()) {
+        for (const sample of samples) {
+          const stored = truth.get(sample.id)!;
+          const row = await asRole(db.pool, who, async (c) => {
+            const { rows } = await c.query<{ row: Record<string, unknown> }>(
+              "select to_jsonb(v) as row from public.listing_view_secure v where v.id = $1",
+              [sample.id],
+            );
+            return rows[0]?.row;
+          });
+          const answers = await answersFor(who, userId, sample.id);
+          for (const field of LISTING_FIELDS) {
+            const column = FIELD_TO_COLUMN_MAP[field];
+            const where = `${flags}, ${name}, ${sample.review_status} listing: ${field}`;
+            // What the view shows: the row at all, and the stored value in the column.
+            const shown = row !== undefined &&
+              (VIEWER_COLUMNS.has(column) || isDeepStrictEqual(row[column], stored[column]));
+            if (row !== undefined && !shown) assert.equal(row[column], null, `${where} is NULL`);
+            assert.equal(answers.own.get(field), shown, `${where} (as the viewer)`);
+            assert.equal(answers.asked.get(field), shown, `${where} (asked about the viewer)`);
+            if (row !== undefined && FIELD_VISIBILITY[field] === "blur_policy") {
+              assert.equal(
+                (row.blurred_fields as string[]).includes(field),
+                !shown,
+                `${where} in blurred_fields`,
+              );
+            }
+            checked++;
+          }
+        }
+      }
+    };
+    await check("seeded flags");
+    const flip = `update public.blurred_fields
+      set unauth = not unauth, free = not free, starter = not starter, pro = not pro`;
+    await db.pool.query(flip);
+    try {
+      await check("flipped flags");
+    } finally {
+      await db.pool.query(flip);
+    }
+    assert.equal(checked, 2 * 6 * samples.length * LISTING_FIELDS.length);
+    assert.deepEqual((await expectedPolicy(db.pool)).get("free"), DEFAULT_HIDDEN.free, "restored");
+
+    // A key that is no listing field is refused, never answered.
+    for (const who of [identity("unauth"), identity("free"), { role: "service_role" as const }]) {
+      await asRole(db.pool, who, async (c) => {
+        for (const key of ["no_such_field", "Title", ""]) {
+          await assertUnknownKey(c, samples[0]!.id, key, `"${key}" is not a listing field`);
+        }
+        await assertUnknownKey(c, samples[0]!.id, null, "name a listing field");
+        // Refused before the listing is looked at.
+        await assertUnknownKey(c, crypto.randomUUID(), "no_such_field", "no_such_field");
+      });
+    }
+    // A column given for its field key: the hint names the key.
+    await asRole(db.pool, identity("free"), async (c) => {
+      const error = await assertUnknownKey(c, samples[0]!.id, "seller_id", "seller_id");
+      assert.match(error.hint ?? "", /"seller_id" is the column of the field "seller"/);
+    });
+  },
+);
+
+/**
+ * Asserts that can_view_field(`listingId`, `key`) fails with SQLSTATE 22023, a
+ * message containing `message`, and a hint naming listing_fields; answers the error.
+ */
+async function assertUnknownKey(
+  c: pg.PoolClient,
+  listingId: string,
+  key: string | null,
+  message: string,
+): Promise<{ code?: string; message: string; hint?: string }> {
+  await c.query("savepoint unknown_key");
+  try {
+    await c.query("select public.can_view_field($1, $2)", [listingId, key]);
+  } catch (error) {
+    const e = error as { code?: string; message: string; hint?: string };
+    assert.equal(e.code, "22023", `${key}: ${e.message}`);
+    assert.ok(e.message.includes(message), `${key}: ${e.message}`);
+    assert.match(e.hint ?? "", /public\.listing_fields/);
+    return e;
+  } finally {
+    await c.query("rollback to savepoint unknown_key");
+  }
+  assert.fail(`can_view_field() answered for the key ${JSON.stringify(key)}`);
+}
 
 sqlTest(
   "listing_view_secure: each plan sees NULL for hidden fields, the values of open ones, and never a hidden value",
@@ -502,33 +707,40 @@ sqlTest("listing_view_secure: rejection_reason shows only to the owner and admin
   }
 });
 
-sqlTest("listing_view_secure: keyset paging returns the pages offset paging does", async () => {
-  const pager = await createUser(db.pool);
-  const ids: string[] = [];
-  for (let i = 0; i < 5; i++) ids.push((await createListing(db.pool, pager.id, "approved")).id);
-  await asRole(db.pool, identity("free"), async (c) => {
-    const order = "order by created_at desc, id desc";
-    const all = await c.query<{ id: string }>(
-      `select id from public.listing_view_secure where id = any($1) ${order}`,
-      [ids],
-    );
-    assert.equal(all.rowCount, 5);
-    const keyset: string[] = [];
-    let cursor: { created_at: Date; id: string } | undefined;
-    for (;;) {
-      const page = await c.query<{ id: string; created_at: Date }>(
-        `select id, created_at from public.listing_view_secure
-         where id = any($1) and ($2::timestamptz is null or (created_at, id) < ($2, $3::uuid))
-         ${order} limit 2`,
-        [ids, cursor?.created_at ?? null, cursor?.id ?? null],
-      );
-      if (page.rowCount === 0) break;
-      keyset.push(...page.rows.map((r) => r.id));
-      cursor = page.rows.at(-1)!;
+sqlTest(
+  "listing_view_secure: explore pages by keyset return the pages offset paging does",
+  async () => {
+    const pager = await createUser(db.pool);
+    const ids: string[] = [];
+    const total = 2 * EXPLORE_PAGE_SIZE + 1;
+    for (let i = 0; i < total; i++) {
+      ids.push((await createListing(db.pool, pager.id, "approved")).id);
     }
-    assert.deepEqual(keyset, all.rows.map((r) => r.id));
-  });
-});
+    await asRole(db.pool, identity("free"), async (c) => {
+      const order = "order by created_at desc, id desc";
+      const all = await c.query<{ id: string }>(
+        `select id from public.listing_view_secure where id = any($1) ${order}`,
+        [ids],
+      );
+      assert.equal(all.rowCount, total);
+      const pages: string[][] = [];
+      let cursor: { created_at: Date; id: string } | undefined;
+      for (;;) {
+        const page = await c.query<{ id: string; created_at: Date }>(
+          `select id, created_at from public.listing_view_secure
+         where id = any($1) and ($2::timestamptz is null or (created_at, id) < ($2, $3::uuid))
+         ${order} limit $4`,
+          [ids, cursor?.created_at ?? null, cursor?.id ?? null, EXPLORE_PAGE_SIZE],
+        );
+        if (page.rowCount === 0) break;
+        pages.push(page.rows.map((r) => r.id));
+        cursor = page.rows.at(-1)!;
+      }
+      assert.deepEqual(pages.map((p) => p.length), [EXPLORE_PAGE_SIZE, EXPLORE_PAGE_SIZE, 1]);
+      assert.deepEqual(pages.flat(), all.rows.map((r) => r.id));
+    });
+  },
+);
 
 sqlTest("blurred_fields_by_viewer mirrors blurred_fields after every kind of change", async () => {
   await assertPolicyMirrorsFlags(db.pool, "as migrated");

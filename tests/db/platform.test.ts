@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import pg from "pg";
+import { postgresRoleUrl } from "../../local/postgres.ts";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
 import { asRole, createUser } from "../support/sql.ts";
 import { sqlState } from "./core_fixtures.ts";
@@ -164,3 +166,120 @@ sqlTest("admins still read what the policies give them, and ask about any user",
     }
   });
 });
+
+sqlTest(
+  "postgres is, as on hosted, no superuser: it logs in, bypasses RLS, may switch into the API roles",
+  async () => {
+    const { rows } = await db.pool.query(
+      `select rolsuper, rolcanlogin, rolcreatedb, rolcreaterole, rolreplication, rolbypassrls
+       from pg_roles where rolname = 'postgres'`,
+    );
+    assert.deepEqual(rows, [{
+      rolsuper: false,
+      rolcanlogin: true,
+      rolcreatedb: true,
+      rolcreaterole: true,
+      rolreplication: true,
+      rolbypassrls: true,
+    }]);
+    const { rows: members } = await db.pool.query<{ role: string; member: boolean }>(
+      `select r as role, pg_has_role('postgres', r, 'member') as member
+       from unnest(array['anon', 'authenticated', 'service_role', 'supabase_admin',
+         'supabase_auth_admin', 'supabase_storage_admin', 'supabase_realtime_admin']) as r`,
+    );
+    assert.deepEqual(
+      Object.fromEntries(members.map((m) => [m.role, m.member])),
+      {
+        anon: true,
+        authenticated: true,
+        service_role: true,
+        supabase_admin: false,
+        supabase_auth_admin: false,
+        supabase_storage_admin: false,
+        supabase_realtime_admin: false,
+      },
+    );
+    const { rows: superusers } = await db.pool.query(
+      "select rolname from pg_roles where rolsuper order by 1",
+    );
+    assert.deepEqual(superusers, [{ rolname: "supabase_admin" }]);
+    const login = new pg.Client({ connectionString: postgresRoleUrl(db.url) });
+    await login.connect();
+    try {
+      const { rows: who } = await login.query(
+        "select current_user as name, current_setting('is_superuser') as superuser",
+      );
+      assert.deepEqual(who, [{ name: "postgres", superuser: "off" }]);
+    } finally {
+      await login.end();
+    }
+  },
+);
+
+sqlTest(
+  "the platform's schemas and tables belong to the platform's roles, what the migrations made to postgres",
+  async () => {
+    const { rows: schemas } = await db.pool.query<{ nspname: string; owner: string }>(
+      `select nspname, pg_get_userbyid(nspowner) as owner from pg_namespace
+       where nspname in ('auth', 'storage', 'realtime', 'extensions', 'supabase_migrations')
+       order by 1`,
+    );
+    assert.deepEqual(schemas, [
+      { nspname: "auth", owner: "supabase_admin" },
+      { nspname: "extensions", owner: "postgres" },
+      { nspname: "realtime", owner: "supabase_admin" },
+      { nspname: "storage", owner: "supabase_admin" },
+      { nspname: "supabase_migrations", owner: "postgres" },
+    ]);
+    const { rows: tables } = await db.pool.query<{ name: string; owner: string }>(
+      `select c.oid::regclass::text as name, pg_get_userbyid(c.relowner) as owner from pg_class c
+       where c.oid in ('auth.users'::regclass, 'storage.buckets'::regclass,
+         'storage.objects'::regclass, 'realtime.messages'::regclass)
+       order by 1`,
+    );
+    assert.deepEqual(tables, [
+      { name: "auth.users", owner: "supabase_auth_admin" },
+      { name: "realtime.messages", owner: "supabase_realtime_admin" },
+      { name: "storage.buckets", owner: "supabase_storage_admin" },
+      { name: "storage.objects", owner: "supabase_storage_admin" },
+    ]);
+    const { rows: notPostgres } = await db.pool.query(
+      `select c.relname, pg_get_userbyid(c.relowner) as owner from pg_class c
+       join pg_namespace n on n.oid = c.relnamespace
+       where n.nspname = 'public' and c.relkind in ('r', 'p', 'v', 'm', 'S')
+         and c.relowner <> 'postgres'::regrole`,
+    );
+    assert.deepEqual(notPostgres, []);
+    const { rows: database } = await db.pool.query(
+      "select pg_get_userbyid(datdba) as owner from pg_database where datname = current_database()",
+    );
+    assert.deepEqual(database, [{ owner: "postgres" }]);
+  },
+);
+
+sqlTest(
+  "postgres uses the platform's tables as on hosted: all rows and triggers, no ownership",
+  async () => {
+    const { rows } = await db.pool.query(
+      `select
+         has_table_privilege('postgres', 'auth.users', 'SELECT, INSERT, UPDATE, DELETE') as auth_rows,
+         has_table_privilege('postgres', 'auth.users', 'TRIGGER') as auth_trigger,
+         has_table_privilege('postgres', 'auth.users', 'REFERENCES') as auth_references,
+         has_table_privilege('postgres', 'storage.objects', 'SELECT WITH GRANT OPTION') as storage_grant,
+         has_table_privilege('postgres', 'realtime.messages', 'INSERT') as realtime_insert,
+         has_schema_privilege('postgres', 'storage', 'CREATE') as storage_create,
+         has_schema_privilege('postgres', 'auth', 'CREATE') as auth_create,
+         pg_has_role('postgres', 'supabase_storage_admin', 'usage') as storage_owner`,
+    );
+    assert.deepEqual(rows, [{
+      auth_rows: true,
+      auth_trigger: true,
+      auth_references: true,
+      storage_grant: true,
+      realtime_insert: true,
+      storage_create: false,
+      auth_create: false,
+      storage_owner: false,
+    }]);
+  },
+);

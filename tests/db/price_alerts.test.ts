@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import type pg from "pg";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
 import { asRole, createUser, type TestUser } from "../support/sql.ts";
-import { createListing, rejectsWith, type TestListing } from "./core_fixtures.ts";
+import { createListing, rejectsWith, setSubscription, type TestListing } from "./core_fixtures.ts";
 
 const db = await createTestDatabase();
 
@@ -565,6 +565,116 @@ sqlTest(
     const rerun = await match();
     assert.equal(rerun.events_created, 0);
     assert.equal(rerun.matches, result.matches);
+  },
+);
+
+/** Runs `fn` with `plan` hiding `field`, then restores the seeded flag. */
+async function hiding<T>(field: string, plan: "free" | "pro", fn: () => Promise<T>): Promise<T> {
+  const { rows } = await db.pool.query<{ seeded: boolean }>(
+    `select ${plan} as seeded from public.blurred_fields where field_key = $1`,
+    [field],
+  );
+  await db.pool.query(`update public.blurred_fields set ${plan} = true where field_key = $1`, [
+    field,
+  ]);
+  try {
+    return await fn();
+  } finally {
+    await db.pool.query(`update public.blurred_fields set ${plan} = $2 where field_key = $1`, [
+      field,
+      rows[0]!.seeded,
+    ]);
+  }
+}
+
+sqlTest(
+  "match_price_alerts(): a price the user's plan hides matches nothing, until the plan shows it",
+  async () => {
+    const pro = await createUser(db.pool);
+    await setSubscription(db.pool, pro.id, "pro");
+    const l = await listing(seller.id, { category: "blurred", asking_price: "300.00" });
+    const alerts = {
+      freeWatch: await serviceAlert(alice.id, { listing_id: l.id, target_price: "300" }),
+      freeSearch: await serviceAlert(alice.id, {
+        category: "blurred",
+        max_price: "300",
+        currency: "USD",
+      }),
+      proWatch: await serviceAlert(pro.id, { listing_id: l.id, target_price: "300" }),
+      proSearch: await serviceAlert(pro.id, {
+        category: "blurred",
+        max_price: "300",
+        currency: "USD",
+      }),
+    };
+    const counted = await hiding("asking_price", "free", async () => {
+      const hidden = await match();
+      const shown = await match();
+      return { hidden, shown };
+    });
+    for (const alert of [alerts.freeWatch, alerts.freeSearch]) {
+      assert.deepEqual(await eventsOf(alert.id), [], "alice is on the free plan");
+    }
+    for (const alert of [alerts.proWatch, alerts.proSearch]) {
+      assert.deepEqual((await eventsOf(alert.id)).map((e) => [e.channel, e.price]), [
+        ["email", "300.00"],
+        ["in_app", "300.00"],
+      ]);
+    }
+    assert.equal(counted.shown.events_created, 0);
+    assert.equal(counted.shown.matches, counted.hidden.matches, "a hidden pair is no match");
+
+    // Once the free plan shows prices again, the listing alert matches at the
+    // next run; the saved search when the listing next changes (a later run
+    // looks only at listings changed since the one before).
+    await match("now()");
+    assert.equal((await eventsOf(alerts.freeWatch.id)).length, 2);
+    assert.equal((await eventsOf(alerts.freeSearch.id)).length, 0);
+    await setPrice(l.id, "299.00");
+    await match();
+    assert.deepEqual((await eventsOf(alerts.freeSearch.id)).map((e) => e.price), [
+      "299.00",
+      "299.00",
+    ]);
+  },
+);
+
+sqlTest(
+  "match_price_alerts(): a keyword found only in a description the user's plan hides does not match",
+  async () => {
+    const pro = await createUser(db.pool);
+    await setSubscription(db.pool, pro.id, "pro");
+    const l = await listing(seller.id, {
+      category: "hushed",
+      asking_price: "50.00",
+      title: "A plain title",
+      description: "It has a secret ingredient",
+    });
+    const inTitle = await listing(seller.id, {
+      category: "hushed",
+      asking_price: "50.00",
+      title: "The secret shop",
+      description: "Nothing to see",
+    });
+    const search = (userId: string) =>
+      serviceAlert(userId, {
+        category: "hushed",
+        max_price: "100",
+        currency: "USD",
+        keywords: ["secret"],
+      });
+    const freeSearch = await search(alice.id);
+    const proSearch = await search(pro.id);
+    await hiding("description", "free", () => match());
+    assert.deepEqual(
+      [...new Set((await eventsOf(freeSearch.id)).map((e) => e.listing_id))],
+      [inTitle.id],
+      "the title is always searched; the hidden description is not",
+    );
+    assert.deepEqual(
+      [...new Set((await eventsOf(proSearch.id)).map((e) => e.listing_id))].sort(),
+      [l.id, inTitle.id].sort(),
+    );
   },
 );
 

@@ -4,18 +4,12 @@ import { createClient, FunctionsHttpError } from "@supabase/supabase-js";
 import { localClusterDir } from "../../local/db_reset.ts";
 import { listMigrations, migrate } from "../../local/migrate.ts";
 import { freePort } from "../../local/postgres.ts";
-import { withDatabase } from "../support/db.ts";
+import { createEmptyDatabase } from "../support/db.ts";
 import { runLocalStackToExit, startLocalStack } from "../support/local_stack.ts";
 
-/** An empty database (not the migrated template), so the stack migrates it itself. */
-async function emptyDatabase(): Promise<string> {
-  const admin = Deno.env.get("TEST_DATABASE_URL")!;
-  const name = `t_${Deno.env.get("TEST_RUN_ID")}_e2e_${crypto.randomUUID().slice(0, 8)}`;
-  const client = new pg.Client({ connectionString: admin });
-  await client.connect();
-  await client.query(`create database "${name}"`);
-  await client.end();
-  return withDatabase(admin, name);
+/** An empty database (not the migrated template). */
+function emptyDatabase(): Promise<string> {
+  return createEmptyDatabase("e2e");
 }
 
 Deno.test({
@@ -141,6 +135,65 @@ Deno.test({
       failure = error;
     }
     const code = await stack.stop("SIGTERM");
+    if (failure) throw failure;
+    assert.equal(code, 0, stack.output());
+  },
+});
+
+Deno.test({
+  name: "local stack: its scheduler welcomes a new user with no manual call, once",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const dbUrl = await emptyDatabase();
+    await migrate(dbUrl, { includePlatform: true });
+    const client = new pg.Client({ connectionString: dbUrl });
+    await client.connect();
+    // Every second instead of every minute (croner reads six fields), so the
+    // test waits seconds: the scheduler runs this row as it runs any other.
+    await client.query(
+      "update public.job_schedules set cron = '* * * * * *' where function_name = 'send-new-user-notification'",
+    );
+    const state = await Deno.makeTempDir();
+    const stack = await startLocalStack({
+      SUPABASE_DB_URL: dbUrl,
+      PORT: "0",
+      LOCAL_STATE_DIR: state,
+      LOG_LEVEL: "warn",
+    });
+    let failure: unknown;
+    try {
+      const email = `e2e-welcome-${crypto.randomUUID().slice(0, 8)}@example.com`;
+      const { rows } = await client.query<{ id: string }>(
+        "insert into auth.users (email) values ($1) returning id",
+        [email],
+      );
+      const welcomes = async () => {
+        const list = await (await fetch(`${stack.url}/_local/mail.json`)).json() as {
+          messages: Array<{ to: string; type: string; status: string }>;
+        };
+        return list.messages.filter((m) => m.to === email && m.type === "welcome");
+      };
+      const deadline = Date.now() + 30_000;
+      while ((await welcomes()).length === 0 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      assert.equal((await welcomes()).length, 1, stack.output());
+      assert.equal((await welcomes())[0]!.status, "captured");
+      // Later runs send nothing more.
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      assert.equal((await welcomes()).length, 1);
+      const queued = await client.query<{ status: string }>(
+        "select status from public.new_user_welcomes where user_id = $1",
+        [rows[0]!.id],
+      );
+      assert.equal(queued.rows[0]?.status, "welcomed");
+    } catch (error) {
+      failure = error;
+    }
+    await client.end();
+    const code = await stack.stop("SIGTERM");
+    await Deno.remove(state, { recursive: true }).catch(() => {});
     if (failure) throw failure;
     assert.equal(code, 0, stack.output());
   },

@@ -253,6 +253,35 @@ sqlTest(
 );
 
 sqlTest(
+  "analyze-project: an answer holding a NUL or a lone surrogate is asked again, then 502, never a 500",
+  async () => {
+    const user = await createUser(db.pool);
+    const fixed = serve("/nul-then-fixed");
+    let calls = 0;
+    repliesFor.set(fixed, () => {
+      calls += 1;
+      return calls === 1
+        ? { toolInput: validAnalysis({ category: "SaaS\u0000" }) }
+        : { toolInput: validAnalysis({ category: "Analytics SaaS" }) };
+    });
+    const corrected = await analyze(user, fixed);
+    assert.equal(corrected.status, 200, JSON.stringify(corrected.body));
+    const [, second] = aiRequestsFor(fixed);
+    assert.match(JSON.stringify(second!.messages), /cannot be stored: category: Contains a NUL/);
+    assert.equal((await cacheOf(fixed)).analysis.category, "Analytics SaaS");
+
+    const broken = serve("/lone-surrogate");
+    repliesFor.set(broken, () => ({ toolInput: validAnalysis({ risks: ["Churn \uD800"] }) }));
+    const res = await analyze(user, broken);
+    assert.equal(res.status, 502, JSON.stringify(res.body));
+    assert.equal(res.body.error?.code, "ai_invalid_answer");
+    const [row] = await ledgerOf(broken);
+    assert.equal(row.outcome, "invalid_answer");
+    assert.equal(await cacheOf(broken), undefined);
+  },
+);
+
+sqlTest(
   "analyze-project: a refusal by the provider (404 model) is 502 without trying the fallback",
   async () => {
     const user = await createUser(db.pool);

@@ -7,6 +7,8 @@ import { TEST_SUPABASE_URL } from "../support/credentials.ts";
 import { sqlTest } from "../support/db.ts";
 import { emailEnv, emailLogs, notificationsSetup } from "../support/notifications.ts";
 import { invoke, testRuntime } from "../support/runtime.ts";
+import { asRole, createUser } from "../support/sql.ts";
+import { rejectsWith } from "../db/core_fixtures.ts";
 
 /** The hook secret as the dashboard shows it: `v1,whsec_<base64>`. */
 const SECRET = btoa("auth-hook-test-secret-0123456789");
@@ -296,6 +298,48 @@ sqlTest(
 );
 
 sqlTest(
+  "auth-email-webhook: an address the provider cannot take (no dot in its domain) is 400, not 502",
+  async () => {
+    double.reset();
+    const before = (await emailLogs(db.pool)).length;
+    for (
+      const body of [
+        payload("signup", { user: { email: "!@!" } }),
+        payload("magiclink", { user: { email: "someone@localhost" } }),
+        payload("email_change", { user: { new_email: "new@intranet" } }),
+      ]
+    ) {
+      const res = await deliver(signed(body));
+      assert.equal(res.status, 400, JSON.stringify(res.body));
+      assert.equal(res.body.error?.code, "invalid_input");
+    }
+    await assertNothingHappened(before);
+  },
+);
+
+sqlTest(
+  "auth-email-webhook: a NUL or a lone surrogate anywhere in the signed body is 400, nothing written",
+  async () => {
+    double.reset();
+    const before = (await emailLogs(db.pool)).length;
+    for (
+      const body of [
+        payload("reauthentication", { data: { token: "12\u00003456", token_hash: "" } }),
+        payload("signup", { data: { token_hash: "hash\uD800" } }),
+        payload("signup", { user: { user_metadata: { full_name: "Ada\u0000" } } }),
+        payload("signup", { user: { user_metadata: { ["k\uDC00"]: "v" } } }),
+      ]
+    ) {
+      const res = await deliver(signed(body));
+      assert.equal(res.status, 400, JSON.stringify(res.body));
+      assert.equal(res.body.error?.http_code, 400);
+      assert.equal(res.body.error?.code, "invalid_input");
+    }
+    await assertNothingHappened(before);
+  },
+);
+
+sqlTest(
   "auth-email-webhook: provider 500 → hook error with http_code 502 and a failed row",
   async () => {
     double.reset();
@@ -363,4 +407,93 @@ sqlTest("auth-email-webhook: metadata and redirect_to arrive escaped", async () 
     "redirect_to is URL-encoded in the link",
   );
   assert.ok(sent!.text?.includes(`Hi ${evil},`), "the text part says it as it is");
+});
+
+sqlTest(
+  "auth-email-webhook: an admin reading email_logs sees no sign-in link or code, only the rest of the row",
+  async () => {
+    double.reset();
+    // Captured (local development) and failed (the provider was down) rows
+    // are the ones that kept a body.
+    const capture = await testRuntime(db, {
+      LOCAL_DEV: "true",
+      SEND_EMAIL_HOOK_SECRET: HOOK_SECRET,
+    });
+    const admin = await createUser(db.pool, { admin: true });
+    const bodies = ["magiclink", "recovery", "signup", "invite", "reauthentication"].map((a) =>
+      payload(a, { data: { token: "918273" } })
+    );
+    try {
+      for (const body of bodies) {
+        const res = await deliver(signed(body), capture);
+        assert.equal(res.status, 200, JSON.stringify(res.body));
+      }
+    } finally {
+      await capture.close();
+    }
+    const down = payload("magiclink", { data: { token: "918273" } });
+    double.failNext({ path: "/emails", status: 500 });
+    assert.equal((await deliver(signed(down))).status, 502);
+    const addresses = [...bodies, down].map((b) => b.user.email);
+
+    const seen = await asRole(
+      db.pool,
+      { role: "authenticated", userId: admin.id },
+      async (client) => {
+        const { rows } = await client.query<Record<string, unknown>>(
+          "select * from public.email_logs where recipient_email = any($1) order by recipient_email",
+          [addresses],
+        );
+        await rejectsWith(client, "42501", "select * from public.email_sign_in_bodies");
+        return rows;
+      },
+    );
+    assert.equal(seen.length, addresses.length);
+    for (const row of seen) {
+      assert.equal(row.html, null, `${row.email_type}: no HTML body`);
+      assert.equal(row.text_body, null, `${row.email_type}: no text body`);
+      assert.ok(addresses.includes(String(row.recipient_email)));
+      assert.match(String(row.email_type), /^auth_/);
+      assert.match(String(row.send_status), /^(captured|failed)$/);
+    }
+    const failedRow = seen.find((r) => r.recipient_email === down.user.email);
+    assert.equal(failedRow?.send_status, "failed");
+    assert.ok(failedRow?.error_message, "the error is still there");
+    const everything = JSON.stringify(seen);
+    for (const body of [...bodies, down]) {
+      assert.ok(!everything.includes(body.email_data.token_hash), "no link");
+    }
+    assert.ok(!everything.includes("918273"), "no one-time code");
+
+    // The service connection keeps the captured ones (the local mail viewer
+    // shows them) and nothing of the failed one (it is never sent later).
+    const { rows: apart } = await db.pool.query<{ recipient_email: string; html: string }>(
+      `select l.recipient_email, b.html from public.email_sign_in_bodies b
+       join public.email_logs l on l.id = b.email_log_id
+       where l.recipient_email = any($1)`,
+      [addresses],
+    );
+    assert.deepEqual(
+      apart.map((r) => r.recipient_email).sort(),
+      bodies.map((b) => b.user.email).sort(),
+    );
+    const magic = apart.find((r) => r.recipient_email === bodies[0]!.user.email);
+    assert.ok(
+      magic?.html.includes(escapeHtml(verifyLink(bodies[0]!.email_data.token_hash, "magiclink"))),
+    );
+  },
+);
+
+sqlTest("auth-email-webhook: a sent sign-in e-mail leaves no body anywhere", async () => {
+  double.reset();
+  const body = payload("recovery");
+  assert.equal((await deliver(signed(body))).status, 200);
+  assert.equal(double.sentTo(body.user.email).length, 1);
+  const { rows } = await db.pool.query<{ html: string | null; apart: number }>(
+    `select l.html, (select count(*)::int from public.email_sign_in_bodies b
+                     where b.email_log_id = l.id) as apart
+     from public.email_logs l where l.recipient_email = $1`,
+    [body.user.email],
+  );
+  assert.deepEqual(rows, [{ html: null, apart: 0 }]);
 });

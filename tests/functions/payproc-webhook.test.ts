@@ -660,6 +660,66 @@ sqlTest("payproc-webhook: a signed body that is not JSON answers 400 invalid_jso
 });
 
 sqlTest(
+  "payproc-webhook: a signed event with a NUL or a lone surrogate is 400 invalid_input and writes nothing",
+  async () => {
+    const account = double.addAccount();
+    const before = await countRows(db.pool, "public.payproc_events");
+    const base = double.event("invoice.paid", double.addInvoice({ customer: "cus_x" }));
+    for (
+      const [event, secret] of [
+        [{ ...base, id: "evt_\u0000nul" }, WEBHOOK_SECRET],
+        [{ ...base, id: "evt_surrogate", type: "invoice.paid\uD800" }, WEBHOOK_SECRET],
+        [{ ...base, id: "evt_object", data: { object: { id: "in_\u0000" } } }, WEBHOOK_SECRET],
+        [
+          double.event("account.updated", account, { account: `${account.id}\uDC00` }),
+          CONNECT_WEBHOOK_SECRET,
+        ],
+      ] as const
+    ) {
+      const res = await invoke<WebhookAnswer>(webhook, runtime, await signedWith(event, secret));
+      assert.equal(res.status, 400, JSON.stringify(res.body));
+      assert.equal(res.body.error?.code, "invalid_input");
+    }
+    assert.equal(await countRows(db.pool, "public.payproc_events"), before);
+  },
+);
+
+sqlTest(
+  "payproc-webhook: a handled event whose object has an empty or no id is 400 invalid_input and writes nothing",
+  async () => {
+    const before = await countRows(db.pool, "public.payproc_events");
+    const requests = double.requests.length;
+    for (
+      const [type, object] of [
+        ["charge.dispute.closed", { id: "", object: "dispute" }],
+        ["invoice.paid", { id: "", object: "invoice" }],
+        ["customer.subscription.updated", { id: " ", object: "subscription" }],
+        ["transfer.reversed", { object: "transfer" }],
+        ["charge.refunded", { id: 42, object: "charge" }],
+      ] as const
+    ) {
+      const event = {
+        id: `evt_noid_${crypto.randomUUID().slice(0, 8)}`,
+        object: "event",
+        type,
+        created: unix(),
+        livemode: false,
+        data: { object },
+      };
+      const res = await invoke<WebhookAnswer>(
+        webhook,
+        runtime,
+        await signedWith(event, WEBHOOK_SECRET),
+      );
+      assert.equal(res.status, 400, `${type}: ${JSON.stringify(res.body)}`);
+      assert.equal(res.body.error?.code, "invalid_input");
+    }
+    assert.equal(await countRows(db.pool, "public.payproc_events"), before);
+    assert.equal(double.requests.length, requests, "nothing was read from the processor");
+  },
+);
+
+sqlTest(
   "payproc-webhook: a processor failure while applying answers 503, rolls back, and the retry applies",
   async () => {
     const { user, subscription } = await mirrored();

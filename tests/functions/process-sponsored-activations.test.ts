@@ -129,10 +129,15 @@ sqlTest(
 );
 
 sqlTest(
-  "process-sponsored-activations: only admins may start it, not the scheduler or service keys",
+  "process-sponsored-activations: admins and the scheduler start it; users and the anon key do not",
   async () => {
     const listing = await createListing(db.pool, seller.id, "approved");
     const due = await place(listing.id, -5, 60);
+    const later = await place(
+      (await createListing(db.pool, seller.id, "approved")).id,
+      -5,
+      60,
+    );
     const before = await snapshot();
     const local = await testRuntime(db, { LOCAL_DEV: "true" });
     try {
@@ -141,8 +146,6 @@ sqlTest(
       for (
         const [who, token, on] of [
           ["a user", await keys.userToken(seller), runtime],
-          ["the scheduler token", keys.schedulerToken, runtime],
-          ["the service key", keys.serviceKey, runtime],
           ["the anon key", keys.anonKey, runtime],
           ["the anon key with LOCAL_DEV", keys.anonKey, local],
         ] as const
@@ -156,8 +159,17 @@ sqlTest(
     }
     assert.equal(await snapshot(), before, "nothing written");
     assert.equal(await statusOf(due), "scheduled");
-    const res = await run(adminToken);
-    assert.equal(res.status, 200);
-    assert.deepEqual(res.body.items, { activated: [due] });
+    const scheduled = await invoke<ActivationRun>(handler, runtime, {
+      token: keys.schedulerToken,
+    });
+    assert.equal(scheduled.status, 200, JSON.stringify(scheduled.body));
+    assert.deepEqual(
+      [...(scheduled.body.items?.activated ?? [])].sort(),
+      [due, later].sort(),
+    );
+    const again = await run(adminToken);
+    assert.equal(again.status, 200);
+    assert.equal(again.body.items, undefined, "the scheduler's run left nothing to do");
+    assert.equal((await invoke(handler, runtime, { token: keys.serviceKey })).status, 200);
   },
 );

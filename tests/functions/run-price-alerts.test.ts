@@ -4,7 +4,7 @@ import { Context } from "../../supabase/functions/_shared/context.ts";
 import { runEmailRetry } from "../../supabase/functions/_shared/email/retry.ts";
 import { PRICE_ALERT_USERS_PER_RUN } from "../../supabase/functions/_shared/price_alerts/deliver.ts";
 import { PRICE_ALERTS_JOB } from "../../supabase/functions/_shared/price_alerts/run.ts";
-import { createListing, type TestListing } from "../db/core_fixtures.ts";
+import { createListing, setSubscription, type TestListing } from "../db/core_fixtures.ts";
 import { sqlTest } from "../support/db.ts";
 import { assertOneRanOneSkipped, type JobAnswerBody } from "../support/jobs.ts";
 import {
@@ -520,3 +520,94 @@ sqlTest("run-price-alerts: who may start it; refusals write nothing", async () =
   assert.equal((await run(await keys.userToken(admin))).status, 200);
   assert.equal((await run(keys.anonKey, captureRuntime)).status, 200, "LOCAL_DEV=true");
 });
+
+/** Runs `fn` with the free plan hiding the asking price, then restores the seeded flag. */
+async function withFreeHidingPrice<T>(fn: () => Promise<T>): Promise<T> {
+  await db.pool.query(
+    "update public.blurred_fields set free = true where field_key = 'asking_price'",
+  );
+  try {
+    return await fn();
+  } finally {
+    await db.pool.query(
+      "update public.blurred_fields set free = false where field_key = 'asking_price'",
+    );
+  }
+}
+
+/** Switches the alerts off, so later runs of this file do not match them. */
+async function switchOff(alertIds: string[]): Promise<void> {
+  await db.pool.query("update public.price_alerts set active = false where id = any($1::uuid[])", [
+    alertIds,
+  ]);
+}
+
+sqlTest(
+  "run-price-alerts: a user whose plan hides the asking price is not told it; a plan that shows it is",
+  async () => {
+    double.reset();
+    const free = await createUser(db.pool);
+    const pro = await createUser(db.pool);
+    await setSubscription(db.pool, pro.id, "pro");
+    const listing = await listingAt("4321.00", "hidden-price", "Quiet Price Shop");
+    const alerts = [
+      await watch(free, listing.id, "5000"),
+      await search(free, "hidden-price", "5000"),
+      await watch(pro, listing.id, "5000"),
+      await search(pro, "hidden-price", "5000"),
+    ];
+    try {
+      const body = await withFreeHidingPrice(() => ranOk());
+      assert.equal(body.counts.events_created, 4, "the pro user's two alerts, two channels each");
+      assert.equal(body.counts.users_notified, 1);
+
+      // The free user: no event carries the price, nothing tells it.
+      for (const alert of alerts.slice(0, 2)) assert.deepEqual(await eventsOf(alert), []);
+      assert.deepEqual(await alertNotices(free.id), []);
+      assert.deepEqual(await alertMails(free.id), []);
+      assert.equal(double.sentTo(free.email).length, 0);
+
+      // The pro user: told, with the price.
+      for (const alert of alerts.slice(2)) {
+        assert.deepEqual(
+          (await eventsOf(alert)).map((e) => [e.channel, e.price, e.status]),
+          [["email", "4321.00", "sent"], ["in_app", "4321.00", "sent"]],
+        );
+      }
+      const [notice] = await alertNotices(pro.id);
+      assert.equal(notice?.title, '"Quiet Price Shop" is now $4,321.00');
+      assert.ok(double.sentTo(pro.email)[0]?.text?.includes("$4,321.00"));
+    } finally {
+      await switchOff(alerts);
+    }
+  },
+);
+
+sqlTest(
+  "run-price-alerts: a match whose price the user's plan hides by delivery is suppressed, not told",
+  async () => {
+    double.reset();
+    const user = await createUser(db.pool);
+    const listing = await listingAt("777.00", "hidden-later", "Later Hidden Tool");
+    const alert = await watch(user, listing.id, "800");
+    try {
+      // Matched while the free plan showed the price (an earlier run that could not deliver).
+      await db.pool.query("select * from public.match_price_alerts(now())");
+      assert.equal((await eventsOf(alert)).length, 2);
+      const body = await withFreeHidingPrice(() => ranOk());
+      assert.equal(body.counts.suppressed, 2);
+      assert.equal(body.counts.users_notified, 0);
+      const events = await eventsOf(alert);
+      assert.deepEqual(events.map((e) => [e.channel, e.status]), [
+        ["email", "suppressed"],
+        ["in_app", "suppressed"],
+      ]);
+      assert.match(events[0]?.error_message ?? "", /plan does not show the listing's asking price/);
+      assert.deepEqual(await alertNotices(user.id), []);
+      assert.deepEqual(await alertMails(user.id), []);
+      assert.equal(double.sentTo(user.email).length, 0);
+    } finally {
+      await switchOff([alert]);
+    }
+  },
+);

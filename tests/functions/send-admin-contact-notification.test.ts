@@ -210,7 +210,9 @@ sqlTest(
 
     assert.equal((await digestRow()).cron_schedule, "10 * * * *");
     assert.equal((await run(keys.schedulerToken)).status, 200);
-    assert.equal((await run(keys.anonKey, captureRuntime)).status, 200, "anon key with LOCAL_DEV");
+    assert.equal((await run(keys.serviceKey)).status, 200);
+    // An admin function: the anon key never starts it, LOCAL_DEV or not.
+    assert.equal((await run(keys.anonKey, captureRuntime)).status, 403, "anon key with LOCAL_DEV");
     assert.equal((await run(keys.anonKey)).status, 403, "anon key without LOCAL_DEV");
 
     await db.pool.query(
@@ -221,7 +223,7 @@ sqlTest(
       await contact({ message: "Nobody scheduled me" });
       for (
         const [token, rt] of [[keys.schedulerToken, runtime], [
-          keys.anonKey,
+          keys.serviceKey,
           captureRuntime,
         ]] as const
       ) {

@@ -128,3 +128,27 @@ sqlTest("send-auth-email: provider 500 → 502 upstream_unavailable and a failed
   assert.equal(row?.send_status, "failed");
   assert.equal(row?.email_type, "auth_invite");
 });
+
+sqlTest(
+  "send-auth-email: a NUL character or a lone surrogate in a string is 400 invalid_input, writes and sends nothing",
+  async () => {
+    double.reset();
+    const before = (await emailLogs(db.pool)).length;
+    for (
+      const [body, rule] of [
+        [{ email: address(), actionType: "signup", tokenHash: "hash\u0000" }, "NUL"],
+        [{ email: address(), actionType: "reauthentication", token: "12\u00003456" }, "NUL"],
+        [{ email: address(), actionType: "signup", tokenHash: "hash\uD800" }, "surrogate"],
+      ] as const
+    ) {
+      const res = await send(body);
+      assert.equal(res.status, 400, JSON.stringify(res.body));
+      assert.equal(res.body.error?.code, "invalid_input");
+      const text = JSON.stringify(res.body);
+      assert.match(text, new RegExp(rule));
+      assert.ok(!text.includes("hash") && !text.includes("3456"), "the value is not echoed");
+    }
+    assert.equal((await emailLogs(db.pool)).length, before);
+    assert.equal(double.requests.length, 0);
+  },
+);

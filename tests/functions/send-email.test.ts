@@ -79,7 +79,12 @@ sqlTest("send-email: bad input is 400 invalid_input and writes nothing", async (
       message({ to: "not-an-address" }),
       message({ to: "Ada <ada@example.test>" }),
       message({ subject: "" }),
-      message({ emailType: "Has Spaces" }),
+      message({ emailType: "" }),
+      message({ emailType: "   " }),
+      message({ emailType: "bell\u0007" }),
+      message({ emailType: "two\nlines" }),
+      message({ emailType: "line\u2028separator" }),
+      message({ emailType: "x".repeat(101) }),
       { to: "ada@example.test", subject: "x" },
     ]
   ) {
@@ -223,6 +228,36 @@ sqlTest("send-email: locally without a key the message is captured with its body
   assert.equal(row?.send_status, "captured");
   assert.equal(row?.html, "<p>Hello <b>Ada</b></p>");
   assert.equal(row?.text_body, "Hello Ada");
+});
+
+sqlTest("send-email: emailType is any printable label, logged as written", async () => {
+  double.reset();
+  for (
+    const label of [
+      "weeklyReport",
+      "Weekly report",
+      "partner-digest.v2",
+      "Ünïcode ✉️",
+      "x".repeat(100),
+    ]
+  ) {
+    const res = await send(message({ emailType: `  ${label} ` }));
+    assert.equal(res.status, 200, `${label}: ${JSON.stringify(res.body)}`);
+    const [row] = await emailLogs(db.pool).then((rows) => rows.filter((r) => r.id === res.body.id));
+    assert.equal(row?.email_type, label, "trimmed, otherwise as written");
+  }
+});
+
+sqlTest("send-email: a known type in camelCase honours the same preference", async () => {
+  double.reset();
+  const user = await createUser(db.pool);
+  await setPreference(db.pool, user.id, "payments", { email: false, inApp: true });
+  for (const label of ["payoutReleased", "Payout released", "payout-released"]) {
+    const res = await send(message({ to: user.email, emailType: label }));
+    assert.equal(res.status, 200);
+    assert.equal(res.body.status, "suppressed", label);
+  }
+  assert.equal(double.sent.length, 0);
 });
 
 sqlTest("send-email: a known type honours the recipient's preference (suppressed)", async () => {

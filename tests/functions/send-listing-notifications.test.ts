@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import handler from "../../supabase/functions/send-listing-notifications/handler.ts";
-import { createListing } from "../db/core_fixtures.ts";
+import { HIDDEN_PRICE } from "../../supabase/functions/_shared/email/templates/listings_digest.ts";
+import { formatMoney } from "../../supabase/functions/_shared/format.ts";
+import { createListing, setSubscription } from "../db/core_fixtures.ts";
 import { sqlTest } from "../support/db.ts";
 import { assertOneRanOneSkipped, type JobAnswerBody } from "../support/jobs.ts";
 import {
@@ -218,5 +220,52 @@ sqlTest(
         broken.id,
       ]);
     }
+  },
+);
+
+sqlTest(
+  "send-listing-notifications: a recipient whose plan hides the asking price gets the placeholder, not the price",
+  async () => {
+    double.reset();
+    const onFree = await subscriber();
+    const onPro = await subscriber();
+    await setSubscription(db.pool, onPro.id, "pro");
+    const listing = await createListing(db.pool, seller.id, "approved");
+    const price = formatMoney(listing.asking_price, "USD");
+    await db.pool.query(
+      "update public.blurred_fields set free = true where field_key = 'asking_price'",
+    );
+    let res;
+    try {
+      res = await run();
+    } finally {
+      await db.pool.query(
+        "update public.blurred_fields set free = false where field_key = 'asking_price'",
+      );
+    }
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+
+    // The free plan: the listing, with the placeholder instead of any price, in
+    // the e-mail sent and the in-app notice.
+    const [freeMail, ...moreFree] = double.sentTo(onFree.email);
+    assert.equal(moreFree.length, 0);
+    const [freeLog] = await digestMails(onFree.id);
+    const [freeNotice] = await digestNotices(onFree.id);
+    assert.ok(freeMail?.text?.includes(listing.title));
+    assert.ok(freeMail?.text?.includes(`saas · ${HIDDEN_PRICE}`), String(freeMail?.text));
+    assert.equal((freeNotice?.data.listingIds as string[])[0], listing.id, "newest first");
+    // (A sent e-mail's log keeps its subject; the body is dropped once sent.)
+    assert.equal(freeLog?.send_status, "sent");
+    const told = [freeMail?.text, freeMail?.html, freeLog?.subject, JSON.stringify(freeNotice)];
+    for (const text of told) {
+      assert.ok(text, "every channel has content");
+      assert.ok(!text.includes(listing.asking_price), text);
+      assert.doesNotMatch(text, /\$\s?\d/, "no price of any listing");
+    }
+
+    // The pro plan: the price.
+    const [proMail] = double.sentTo(onPro.email);
+    assert.ok(proMail?.text?.includes(`saas · ${price}`), String(proMail?.text));
+    assert.ok(!proMail?.text?.includes(HIDDEN_PRICE));
   },
 );

@@ -146,3 +146,25 @@ sqlTest(
     assert.equal(byAdmin.status, 200);
   },
 );
+
+sqlTest(
+  "send-notification: data nested 20,000 levels deep, or holding a NUL, is 400 invalid_input; nothing written",
+  async () => {
+    double.reset();
+    const user = await createUser(db.pool);
+    const body = { userId: user.id, type: "account", title: "Hi", body: "Hello", email: true };
+    const deep = '{"a":'.repeat(20_000) + "1" + "}".repeat(20_000);
+    const rawBodies = [
+      JSON.stringify({ ...body, data: { x: "__DEEP__" } }).replace('"__DEEP__"', deep),
+      JSON.stringify({ ...body, data: { note: "a\u0000b" } }),
+      JSON.stringify({ ...body, data: { ["k\uD800"]: 1 } }),
+    ];
+    for (const rawBody of rawBodies) {
+      const res = await invoke<Answer>(handler, runtime, { token: keys.serviceKey, rawBody });
+      assert.equal(res.status, 400, JSON.stringify(res.body));
+      assert.equal(res.body.error?.code, "invalid_input");
+    }
+    assert.equal((await notificationsOf(db.pool, user.id)).length, 0);
+    assert.equal(double.sent.length, 0);
+  },
+);

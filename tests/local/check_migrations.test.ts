@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
-import { checkMigrations } from "../../local/check_migrations.ts";
+import { createHash } from "node:crypto";
+import { ALLOWED_EDITS, type AllowedEdit, checkMigrations } from "../../local/check_migrations.ts";
+import { ACCEPTED_PREVIOUS_CHECKSUMS } from "../../local/migrate.ts";
+import { REPO_ROOT } from "../../local/paths.ts";
 
 /** A throwaway git repository in a temp folder. */
 class Repo {
@@ -46,8 +49,19 @@ class Repo {
     return await this.git("rev-parse", "HEAD");
   }
 
-  check() {
-    return checkMigrations({ repo: this.dir });
+  check(allowedEdits?: readonly AllowedEdit[]) {
+    return checkMigrations({ repo: this.dir, ...(allowedEdits ? { allowedEdits } : {}) });
+  }
+
+  /** The git blob id of a text. */
+  async blob(text: string): Promise<string> {
+    const file = `${this.dir}/.blob`;
+    await Deno.writeTextFile(file, text);
+    try {
+      return await this.git("hash-object", file);
+    } finally {
+      await Deno.remove(file);
+    }
   }
 
   async remove(): Promise<void> {
@@ -176,3 +190,113 @@ Deno.test("check:migrations passes before the check itself is committed", async 
     await repo.remove();
   }
 });
+
+Deno.test(
+  "check:migrations flags statements that need ownership of a platform table, with file and line",
+  async () => {
+    const repo = await repoWithRule();
+    try {
+      await repo.commit("a migration with owner-only statements", {
+        [B]: [
+          "-- a bucket's policies",
+          `create policy "Owners read" on storage.objects for select using (true);`,
+          `alter policy "Owners read" on storage.objects using (false);`,
+          `drop policy if exists "Owners read" on storage.objects;`,
+          `comment on policy "Owners read" on storage.objects is 'Owners read';`,
+          "comment on table auth.users is 'Users';",
+          "comment on column storage.objects.name is 'The name';",
+          "alter table if exists only realtime.messages add column note text;",
+          "create index users_aud on auth.users (aud);",
+          `create policy "Flows" on auth.flow_state using (true);`,
+          "comment on function public.f() is 'mine; comment on table storage.objects is ''x''';",
+          "comment on table public.a is 'Mine';",
+          "select $$ alter table storage.objects add column x int; $$;",
+        ].join("\n"),
+      });
+      const result = await repo.check();
+      assert.deepEqual(result.violations, []);
+      assert.deepEqual(result.ownership.map((line) => line.split(": ")[0]), [
+        `${B}:5`,
+        `${B}:6`,
+        `${B}:7`,
+        `${B}:8`,
+        `${B}:9`,
+        `${B}:10`,
+      ]);
+      assert.match(
+        result.ownership[0]!,
+        /COMMENT ON POLICY … ON storage\.objects needs ownership of storage\.objects, which hosted Supabase's "postgres" does not have/,
+      );
+      assert.match(
+        result.ownership[0]!,
+        /write the explanation as a -- comment next to the policy/,
+      );
+      assert.match(result.ownership[3]!, /ALTER TABLE realtime\.messages/);
+      assert.match(result.ownership[5]!, /policy_grants does not list this table/);
+      assert.match(result.notes.join("\n"), /Read 2 migration file\(s\)/);
+
+      await repo.commit("the explanation as a comment", {
+        [B]: [
+          "-- Owners read their files (a comment: COMMENT ON POLICY needs ownership).",
+          `create policy "Owners read" on storage.objects for select using (true);`,
+        ].join("\n"),
+      });
+      assert.deepEqual((await repo.check()).ownership, []);
+    } finally {
+      await repo.remove();
+    }
+  },
+);
+
+Deno.test("check:migrations accepts an allowed edit of a landed migration, and no other", async () => {
+  const repo = await repoWithRule();
+  try {
+    const before = "create policy p on storage.objects using (true);\n" +
+      "comment on policy p on storage.objects is 'x';\n";
+    const after = "-- x\ncreate policy p on storage.objects using (true);\n";
+    await repo.commit("the migration", { [B]: before });
+    const allowed = [{ path: B, from: await repo.blob(before), to: await repo.blob(after) }];
+    const edit = await repo.commit("the allowed edit", { [B]: after });
+    assert.deepEqual((await repo.check(allowed)).violations, []);
+    const unallowed = await repo.check([]);
+    assert.equal(unallowed.violations.length, 1);
+    assert.match(
+      unallowed.violations[0]!,
+      new RegExp(`${B} was modified by commit ${edit.slice(0, 10)}`),
+    );
+
+    // On a branch: the same edit against a merge base that still has the old content.
+    await repo.git("update-ref", "refs/remotes/origin/main", `${edit}~1`);
+    assert.deepEqual((await repo.check(allowed)).violations, []);
+    assert.equal((await repo.check([])).violations.length, 1);
+    await repo.git("update-ref", "-d", "refs/remotes/origin/main");
+
+    const again = await repo.commit("a second edit", { [B]: after + "-- more\n" });
+    const result = await repo.check(allowed);
+    assert.equal(result.violations.length, 1, result.violations.join("\n"));
+    assert.match(result.violations[0]!, new RegExp(`modified by commit ${again.slice(0, 10)}`));
+  } finally {
+    await repo.remove();
+  }
+});
+
+Deno.test(
+  "the one allowed edit is deal_documents' COMMENT ON POLICY, from its landed content to the file as it is",
+  async () => {
+    const git = async (...args: string[]) => {
+      const out = await new Deno.Command("git", { args, cwd: REPO_ROOT, stdin: "null" }).output();
+      assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+      return out.stdout;
+    };
+    assert.equal(ALLOWED_EDITS.length, 1);
+    const edit = ALLOWED_EDITS[0]!;
+    assert.equal(edit.path, "supabase/migrations/20261123002700_deal_documents.sql");
+    const now = new TextDecoder().decode(await git("hash-object", edit.path)).trim();
+    assert.equal(now, edit.to, "the file is exactly the allowed content");
+    const landed = await git("cat-file", "blob", edit.from);
+    assert.match(new TextDecoder().decode(landed), /comment on policy "Deal participants/);
+    assert.deepEqual(ACCEPTED_PREVIOUS_CHECKSUMS, {
+      "20261123002700": [createHash("sha256").update(landed).digest("hex")],
+    });
+  },
+);

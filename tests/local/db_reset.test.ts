@@ -1,9 +1,21 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { localClusterDir, ResetError, resetLocalDatabase } from "../../local/db_reset.ts";
+import {
+  localClusterDir,
+  ResetError,
+  resetLocalDatabase,
+  runningServerPid,
+} from "../../local/db_reset.ts";
 import { listMigrations } from "../../local/migrate.ts";
-import { freePort, startPostgres } from "../../local/postgres.ts";
+import { withClient } from "../../local/pg_client.ts";
+import {
+  freePort,
+  LOCAL_DB_USER,
+  postgresRoleUrl,
+  PostgresStartError,
+  startPostgres,
+} from "../../local/postgres.ts";
 
 const DB_RESET = fileURLToPath(new URL("../../local/db_reset.ts", import.meta.url));
 
@@ -130,6 +142,76 @@ Deno.test({
         } finally {
           await client.end();
         }
+      } finally {
+        await server.stop();
+      }
+    } finally {
+      await s.remove();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "a cluster whose superuser is postgres (made before hosted's roles were modelled) is refused with the fix, and db:reset rebuilds it",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const s = await state();
+    try {
+      // A cluster as the local stack used to make it: its bootstrap superuser
+      // named "postgres" (password "postgres").
+      const made = await startPostgres({
+        dataDir: `${s.dir}/db`,
+        port: freePort(),
+        persistent: true,
+      });
+      try {
+        await withClient(
+          made.url,
+          (c) => c.query("create role renamer superuser login password 'renamer'"),
+        );
+        const renamer = new URL(made.url);
+        renamer.username = "renamer";
+        renamer.password = "renamer";
+        await withClient(
+          renamer.toString(),
+          (c) => c.query(`alter role ${LOCAL_DB_USER} rename to postgres`),
+        );
+        await withClient(postgresRoleUrl(made.url), (c) => c.query("drop role renamer"));
+      } finally {
+        await made.stop();
+      }
+
+      await assert.rejects(
+        startPostgres({ dataDir: `${s.dir}/db`, port: freePort(), persistent: true }),
+        (error: unknown) =>
+          error instanceof PostgresStartError &&
+          error.message.split("\n").length === 1 &&
+          error.message.includes(s.cluster) &&
+          /created when its superuser was "postgres"/.test(error.message) &&
+          /`deno task db:reset --yes`/.test(error.message),
+      );
+      assert.deepEqual(await runningServerPid(s.cluster), null, "the server was stopped");
+
+      await resetLocalDatabase({
+        yes: true,
+        env: {},
+        stateDir: s.dir,
+        port: freePort(),
+        log: () => {},
+      });
+      const server = await startPostgres({
+        dataDir: `${s.dir}/db`,
+        port: freePort(),
+        persistent: true,
+      });
+      try {
+        const { rows } = await withClient(postgresRoleUrl(server.url), (c) =>
+          c.query(
+            "select current_user as name, (select rolname from pg_roles where oid = 10) as superuser",
+          ));
+        assert.deepEqual(rows, [{ name: "postgres", superuser: LOCAL_DB_USER }]);
       } finally {
         await server.stop();
       }

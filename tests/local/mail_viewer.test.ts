@@ -8,6 +8,8 @@ import {
   type MailMessage,
 } from "../../local/mail_viewer.ts";
 import handler from "../../supabase/functions/send-email/handler.ts";
+import sendAuthEmail from "../../supabase/functions/send-auth-email/handler.ts";
+import { escapeHtml } from "../../supabase/functions/_shared/email/html.ts";
 import { LOCAL_EMAIL_FROM } from "../../supabase/functions/_shared/email/provider.ts";
 import type { Runtime } from "../../supabase/functions/_shared/runtime.ts";
 import { testCredentials } from "../support/credentials.ts";
@@ -186,6 +188,36 @@ sqlTest(
     }
     const list = await json<MailList>("/_local/mail.json");
     assert.equal(list.messages[0]?.id, id, "the message just sent is the newest");
+  },
+);
+
+sqlTest(
+  "mail viewer shows a captured sign-in e-mail's link, whose body is not in email_logs",
+  async () => {
+    const tag = crypto.randomUUID().slice(0, 8);
+    const sent = await invoke<{ results: Array<{ id: string; status: string }> }>(
+      sendAuthEmail,
+      runtime,
+      {
+        token: keys.serviceKey,
+        body: { email: `link-${tag}@example.test`, actionType: "magiclink", tokenHash: tag },
+      },
+    );
+    assert.equal(sent.status, 200, JSON.stringify(sent.body));
+    const [{ id, status }] = sent.body.results as [{ id: string; status: string }];
+    assert.equal(status, "captured");
+    const { rows } = await db.pool.query<{ html: string | null; text_body: string | null }>(
+      "select html, text_body from public.email_logs where id = $1",
+      [id],
+    );
+    assert.deepEqual(rows, [{ html: null, text_body: null }], "admins read email_logs");
+
+    const message = await json<MailMessage>(`/_local/mail/${id}.json`);
+    assert.equal(message.type, "auth_magiclink");
+    assert.ok(message.html?.includes(`token=${tag}&amp;type=magiclink`), message.html ?? "");
+    assert.ok(message.text?.includes(`token=${tag}&type=magiclink`), message.text ?? "");
+    const page = await get(`/_local/mail/${id}`);
+    assert.ok((await page.text()).includes(escapeHtml(`token=${tag}&amp;type=magiclink`)));
   },
 );
 

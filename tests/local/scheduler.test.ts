@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { startScheduler } from "../../local/scheduler.ts";
-import { FUNCTION_NAMES, FUNCTIONS } from "../../shared/functions.ts";
+import { FUNCTION_NAMES, type FunctionName, FUNCTIONS } from "../../shared/functions.ts";
 import { Logger } from "../../supabase/functions/_shared/log.ts";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
 
@@ -54,15 +54,29 @@ sqlTest(
 );
 
 sqlTest(
-  "job_schedules has a row for every scheduled function, with a valid cron",
+  "job_schedules has a row for every function the scheduler starts, and only for those, with a valid cron",
   async () => {
     const { rows } = await db.pool.query<{ function_name: string; cron: string }>(
       "select function_name, cron from public.job_schedules order by 1",
     );
     const names = rows.map((r) => r.function_name);
-    const scheduled = FUNCTION_NAMES.filter((name) => FUNCTIONS[name].access === "scheduled");
-    assert.ok(scheduled.includes("run-daily-tasks") && scheduled.includes("run-price-alerts"));
-    for (const job of scheduled) assert.ok(names.includes(job), `${job} is scheduled`);
+    // Scheduled functions, and admin functions the schedule starts too
+    // (catalog `scheduler: true`): the scheduler token is accepted by these.
+    const startable = FUNCTION_NAMES.filter((name) => {
+      const entry: { access: string; scheduler?: true } = FUNCTIONS[name];
+      return entry.access === "scheduled" || entry.scheduler === true;
+    });
+    assert.ok(startable.includes("run-daily-tasks") && startable.includes("run-price-alerts"));
+    assert.ok(startable.includes("send-admin-listing-notification"));
+    for (const job of startable) assert.ok(names.includes(job), `${job} is scheduled`);
+    for (const name of names) {
+      assert.ok(startable.includes(name as FunctionName), `${name} accepts the scheduler token`);
+    }
+    assert.equal(
+      rows.find((r) => r.function_name === "process-sponsored-activations")?.cron,
+      "0 * * * *",
+      "sponsored placements start within the hour",
+    );
     const { Cron } = await import("croner");
     for (const row of rows) new Cron(row.cron, { paused: true }).stop();
   },

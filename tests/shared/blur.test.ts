@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
 import {
   BLUR_FIELDS,
+  type BlurField,
   COMPLETELY_BLOCKED_FIELDS_IF_BLURRED,
   FIELD_TO_COLUMN_MAP,
   fieldPresentation,
@@ -20,12 +21,20 @@ const { rows } = await db.pool.query<BlurRow>(
   "select field_key, column_name, when_hidden from public.blurred_fields order by field_key",
 );
 
-sqlTest("shared/blur.ts: FIELD_TO_COLUMN_MAP is blurred_fields' field_key -> column_name", () => {
-  const fromDb = Object.fromEntries(rows.map((r) => [r.field_key, r.column_name]));
-  assert.deepEqual({ ...FIELD_TO_COLUMN_MAP }, fromDb);
-  assert.deepEqual([...BLUR_FIELDS].sort(), rows.map((r) => r.field_key));
-  return Promise.resolve();
-});
+sqlTest(
+  "shared/blur.ts: FIELD_TO_COLUMN_MAP is listing_fields' field_key -> column_name, blurred_fields' included",
+  async () => {
+    const { rows: fields } = await db.pool.query<{ field_key: string; column_name: string }>(
+      "select field_key, column_name from public.listing_fields",
+    );
+    const fromDb = Object.fromEntries(fields.map((r) => [r.field_key, r.column_name]));
+    assert.deepEqual({ ...FIELD_TO_COLUMN_MAP }, fromDb);
+    assert.deepEqual([...BLUR_FIELDS].sort(), rows.map((r) => r.field_key));
+    for (const row of rows) {
+      assert.equal(FIELD_TO_COLUMN_MAP[row.field_key as BlurField], row.column_name, row.field_key);
+    }
+  },
+);
 
 sqlTest("shared/blur.ts: the two presentation lists split the fields as when_hidden does", () => {
   const byMode = (mode: BlurRow["when_hidden"]) =>
@@ -53,6 +62,7 @@ sqlTest("shared/blur.ts: every mapped column is a column of listing_view_secure"
 
 sqlTest("shared/blur.ts: fieldPresentation() shows, blurs or omits", () => {
   assert.equal(fieldPresentation("url", []), "value");
+  assert.equal(fieldPresentation("title", ["url", "seller"]), "value");
   assert.equal(fieldPresentation("monthly_profit", ["monthly_profit"]), "placeholder");
   assert.equal(fieldPresentation("url", ["url", "seller"]), "omit");
   return Promise.resolve();

@@ -8,7 +8,11 @@ import pg from "pg";
 
 /** A database of one's own for a test file. */
 export interface TestDatabase {
-  /** Connection URL (superuser, like the functions' service connection). */
+  /**
+   * Connection URL as the local superuser `supabase_admin` (fixtures may do
+   * anything; `postgresRoleUrl` in local/postgres.ts gives the `postgres`
+   * login that migrations and the local stack's functions use).
+   */
   url: string;
   /** A pool on {@linkcode TestDatabase.url}. */
   pool: pg.Pool;
@@ -35,13 +39,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     pool,
     async close() {
       await pool.end();
-      const admin = new pg.Client({ connectionString: adminUrl });
-      await admin.connect();
-      try {
-        await admin.query(`drop database if exists "${name}" with (force)`);
-      } finally {
-        await admin.end();
-      }
+      await dropDatabase(adminUrl, name);
     },
   };
 }
@@ -53,7 +51,8 @@ async function cloneTemplate(adminUrl: string, template: string, name: string) {
   try {
     for (let attempt = 0;; attempt++) {
       try {
-        await admin.query(`create database "${name}" template "${template}"`);
+        // Owned by `postgres`, as hosted's database is (local/platform.sql).
+        await admin.query(`create database "${name}" template "${template}" owner postgres`);
         return;
       } catch (error) {
         const busy = error instanceof Error &&
@@ -62,6 +61,56 @@ async function cloneTemplate(adminUrl: string, template: string, name: string) {
         await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 100));
       }
     }
+  } finally {
+    await admin.end();
+  }
+}
+
+/**
+ * A new empty database on the test server (not the migrated template), for
+ * tests that migrate or start the stack themselves; `tag` marks its name.
+ * The run's cleanup drops it with the others.
+ */
+export async function createEmptyDatabase(tag: string): Promise<string> {
+  const admin = Deno.env.get("TEST_DATABASE_URL");
+  if (!admin) {
+    throw new Error("Cannot create a test database: run the tests with `deno task test`");
+  }
+  const name = `t_${Deno.env.get("TEST_RUN_ID") ?? "adhoc"}_${tag}_${
+    crypto.randomUUID().slice(0, 8)
+  }`;
+  const client = new pg.Client({ connectionString: admin });
+  await client.connect();
+  try {
+    await client.query(`create database "${name}"`);
+  } finally {
+    await client.end();
+  }
+  return withDatabase(admin, name);
+}
+
+/**
+ * Drops database `name` once the connections this process closed have left
+ * it. `pg.Pool.end()` resolves as soon as it has asked its clients to end,
+ * not when their sockets closed: a `drop … with (force)` at that moment
+ * terminates a backend whose client no longer has an error listener, and
+ * the "terminating connection due to administrator command" error is then
+ * uncaught and fails the test file. So wait (up to 5 s) for the backends to
+ * go, then force what is left.
+ */
+export async function dropDatabase(adminUrl: string, name: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    for (let waited = 0; waited < 5_000; waited += 25) {
+      const { rows } = await admin.query<{ n: number }>(
+        "select count(*)::int as n from pg_stat_activity where datname = $1",
+        [name],
+      );
+      if (rows[0]!.n === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    await admin.query(`drop database if exists "${name}" with (force)`);
   } finally {
     await admin.end();
   }

@@ -21,15 +21,23 @@ export type { Access };
 
 /**
  * The caller a handler sees, narrowed by its access rule (utilities also
- * see the anon key, which starts them locally with `LOCAL_DEV=true`).
+ * see the anon key, which starts them locally with `LOCAL_DEV=true`; a
+ * function the scheduler starts, `T`, also sees the service key and the
+ * scheduler token).
  */
-export type CallerFor<A extends Access, G extends FunctionGroup = FunctionGroup> =
+export type CallerFor<
+  A extends Access,
+  G extends FunctionGroup = FunctionGroup,
+  T extends boolean = false,
+> =
   | (A extends "webhook" ? NoCaller
-    : A extends "user" | "seller" | "deal-participant" | "admin" ? UserCaller
+    : A extends "user" | "seller" | "deal-participant" | "deal-participant-or-admin" | "admin"
+      ? UserCaller
     : A extends "public" ? UserCaller | AnonCaller | ServiceCaller
     : A extends "system" ? UserCaller | ServiceCaller
     : UserCaller | AnonCaller | ServiceCaller | SchedulerCaller)
-  | (G extends "utilities" ? AnonCaller : never);
+  | (G extends "utilities" ? AnonCaller : never)
+  | (T extends true ? ServiceCaller | SchedulerCaller : never);
 
 /** Every access rule, for validating definitions. */
 export const ACCESS_RULES: readonly Access[] = [
@@ -37,6 +45,7 @@ export const ACCESS_RULES: readonly Access[] = [
   "user",
   "seller",
   "deal-participant",
+  "deal-participant-or-admin",
   "admin",
   "scheduled",
   "system",
@@ -47,6 +56,8 @@ export const ACCESS_RULES: readonly Access[] = [
 export interface AccessSpec {
   access: Access;
   group: FunctionGroup;
+  /** The scheduler (service-role key or `SCHEDULER_TOKEN`) may start it too. */
+  scheduler?: boolean;
 }
 
 /** Whether `userId` holds the admin role (`public.has_role`). */
@@ -89,10 +100,14 @@ function notASeller(): HttpError {
  * {@linkcode authorizeDeal}.
  */
 export async function authorize(spec: AccessSpec, caller: Caller, ctx: Context): Promise<void> {
-  // Interface §5.2: locally the anon key starts scheduled and utility functions.
+  // Locally the anon key starts scheduled and utility functions (docs/functions.md).
   if (caller.kind === "anon" && ctx.env.values.LOCAL_DEV) {
     if (spec.access === "scheduled" || spec.group === "utilities") return;
   }
+  // Admin functions the schedule starts (the admin digests, sponsored
+  // activations) take the scheduler's credentials, never the anon key:
+  // LOCAL_DEV opens scheduled functions to it, not admin ones.
+  if (spec.scheduler && (caller.kind === "service" || caller.kind === "scheduler")) return;
   switch (spec.access) {
     case "webhook":
       return;
@@ -103,6 +118,7 @@ export async function authorize(spec: AccessSpec, caller: Caller, ctx: Context):
       return;
     case "user":
     case "deal-participant":
+    case "deal-participant-or-admin":
       requireAccount(caller, "This function is for signed-in users: sign in first");
       return;
     case "seller":
@@ -110,6 +126,11 @@ export async function authorize(spec: AccessSpec, caller: Caller, ctx: Context):
       if (!(await isSeller(ctx, caller.id))) throw notASeller();
       return;
     case "admin":
+      if (caller.kind === "anon" && spec.scheduler) {
+        throw forbidden(
+          "This function is for admins and the scheduler: start it with the service-role key or SCHEDULER_TOKEN, not the anon key",
+        );
+      }
       requireAccount(caller, "This function is for admins");
       if (!(await isAdmin(ctx, caller.id))) throw forbidden("This function is for admins");
       return;
@@ -140,11 +161,15 @@ function requireAccount(caller: Caller, message: string): asserts caller is User
   }
 }
 
-/** The deal-participant rule: the caller is the buyer or seller of `input.dealId`. */
+/**
+ * The deal-participant rule: the caller is the buyer or seller of
+ * `input.dealId` — or, with `admins`, holds the admin role.
+ */
 export async function authorizeDeal(
   caller: UserCaller,
   input: unknown,
   ctx: Context,
+  admins = false,
 ): Promise<void> {
   const dealId = (input as { dealId?: unknown } | null)?.dealId;
   if (typeof dealId !== "string") {
@@ -156,5 +181,9 @@ export async function authorizeDeal(
     [dealId, caller.id],
   );
   if (!row.found) throw notFound(`Deal "${dealId}" does not exist`);
-  if (!row.participant) throw forbidden("Only the deal's buyer and seller may do this");
+  if (row.participant) return;
+  if (!admins) throw forbidden("Only the deal's buyer and seller may do this");
+  if (!(await isAdmin(ctx, caller.id))) {
+    throw forbidden("Only the deal's buyer, its seller and admins may do this");
+  }
 }

@@ -1,15 +1,31 @@
 /**
- * Bearer credential verification. Accepts, as hosted Supabase issues them:
- * HS256 JWTs signed with `SUPABASE_JWT_SECRET` (legacy anon/service-role keys,
- * older projects' user tokens), ES256/RS256 JWTs verified against the
- * project's JWKS (`SUPABASE_JWKS` inline, else fetched from
- * `${SUPABASE_URL}/auth/v1/.well-known/jwks.json` and cached), opaque project
- * keys equal to `SUPABASE_ANON_KEY`/`SUPABASE_SERVICE_ROLE_KEY`, and the
- * `SCHEDULER_TOKEN`.
+ * Credential verification. Accepts, as hosted Supabase issues them:
+ * HS256 JWTs signed with the project's legacy JWT secret (legacy anon and
+ * service-role keys, user tokens of projects still on that secret) — read
+ * from `SUPABASE_JWT_SECRET` where the platform provides it (this project's
+ * local stack), else from `JWT_SECRET` (hosted reserves `SUPABASE_*` names
+ * and does not give functions the secret, so it is set there under this
+ * name; self-hosted Supabase passes it so), else from `oct` keys in an inline
+ * `SUPABASE_JWKS` (how the Supabase CLI's edge runtime passes it);
+ * ES256/RS256 JWTs verified against the project's JWKS (`SUPABASE_JWKS`
+ * inline, else fetched from `${SUPABASE_URL}/auth/v1/.well-known/jwks.json`
+ * and cached); the project's API keys, matched exactly: publishable keys
+ * (`SUPABASE_PUBLISHABLE_KEYS`, or an opaque `SUPABASE_ANON_KEY`) are the
+ * anon caller and secret keys (`SUPABASE_SECRET_KEYS`, or an opaque
+ * `SUPABASE_SERVICE_ROLE_KEY`) the service caller; and the `SCHEDULER_TOKEN`.
+ *
+ * The credential is the `Authorization: Bearer` value when that header is
+ * present. Without it, an API key in the `apikey` header is accepted: that is
+ * how supabase-js sends `sb_publishable_…`/`sb_secret_…` keys to functions
+ * when no user is signed in (it never sends them as a bearer token), and
+ * where Supabase's documentation tells callers to put them
+ * (https://supabase.com/docs/guides/functions/auth-headers). The README's
+ * "Deploying" section lists which variable to set where.
  *
  * @module
  */
 import {
+  base64url,
   createLocalJWKSet,
   createRemoteJWKSet,
   decodeProtectedHeader,
@@ -42,23 +58,36 @@ const VERIFIED_CACHE_MS = 60_000;
  */
 export class TokenVerifier {
   private readonly verified = new Map<string, { caller: Caller; until: number }>();
-  private readonly secret?: Uint8Array;
+  /** HS256 secrets: the configured one, else the `oct` keys of an inline JWKS. */
+  private readonly secrets: Uint8Array[] = [];
   private readonly jwks?: JWTVerifyGetKey;
-  private readonly opaque: Array<[Uint8Array, Caller]> = [];
+  private readonly opaque: OpaqueKey[] = [];
   private readonly issuer?: string;
 
   /** Prepares the keys from `env` (fails at cold start on a malformed SUPABASE_JWKS). */
   constructor(env: Env) {
     const v = env.values;
-    if (v.SUPABASE_JWT_SECRET) this.secret = new TextEncoder().encode(v.SUPABASE_JWT_SECRET);
+    // The platform's own name first: where it exists (locally) it is the
+    // project's secret; JWT_SECRET is the fallback an operator sets where
+    // the platform does not provide the secret (hosted).
+    const secret = v.SUPABASE_JWT_SECRET ?? v.JWT_SECRET;
+    if (secret) this.secrets.push(new TextEncoder().encode(secret));
     if (v.SUPABASE_JWKS) {
       let set: JSONWebKeySet;
+      // The Supabase CLI's edge runtime passes the legacy secret only as an
+      // `oct` key here (apps/cli-go/pkg/config/config.go in
+      // github.com/supabase/cli, ResolveJWKS); it counts when no secret is set.
+      const symmetric: Uint8Array[] = [];
       try {
         set = JSON.parse(v.SUPABASE_JWKS) as JSONWebKeySet;
+        for (const key of set.keys) {
+          if (key.kty === "oct") symmetric.push(base64url.decode(String(key.k ?? "")));
+        }
       } catch {
         throw new Error('Cannot read configuration: malformed "SUPABASE_JWKS"');
       }
       this.jwks = createLocalJWKSet(set);
+      if (this.secrets.length === 0) this.secrets.push(...symmetric.filter((k) => k.length > 0));
     } else if (v.SUPABASE_URL) {
       this.jwks = createRemoteJWKSet(
         new URL("/auth/v1/.well-known/jwks.json", v.SUPABASE_URL),
@@ -68,22 +97,30 @@ export class TokenVerifier {
     // User tokens always carry the issuer; Supabase Auth's is <project URL>/auth/v1.
     this.issuer = v.SUPABASE_JWT_ISSUER ??
       (v.SUPABASE_URL ? `${v.SUPABASE_URL.replace(/\/+$/, "")}/auth/v1` : undefined);
-    const encode = (s: string) => new TextEncoder().encode(s);
-    if (v.SCHEDULER_TOKEN) this.opaque.push([encode(v.SCHEDULER_TOKEN), { kind: "scheduler" }]);
-    if (v.SUPABASE_SERVICE_ROLE_KEY && !looksLikeJwt(v.SUPABASE_SERVICE_ROLE_KEY)) {
-      this.opaque.push([encode(v.SUPABASE_SERVICE_ROLE_KEY), { kind: "service" }]);
-    }
-    if (v.SUPABASE_ANON_KEY && !looksLikeJwt(v.SUPABASE_ANON_KEY)) {
-      this.opaque.push([encode(v.SUPABASE_ANON_KEY), { kind: "anon" }]);
-    }
+    const add = (value: string | undefined, caller: Caller, apiKey: boolean) => {
+      // A JWT-shaped key (the legacy anon/service-role keys) verifies by its signature.
+      if (value && !looksLikeJwt(value)) {
+        this.opaque.push({ bytes: new TextEncoder().encode(value), caller, apiKey });
+      }
+    };
+    add(v.SCHEDULER_TOKEN, { kind: "scheduler" }, false);
+    for (const key of Object.values(v.SUPABASE_SECRET_KEYS ?? {})) add(key, SERVICE, true);
+    add(v.SUPABASE_SERVICE_ROLE_KEY, SERVICE, true);
+    for (const key of Object.values(v.SUPABASE_PUBLISHABLE_KEYS ?? {})) add(key, ANON, true);
+    add(v.SUPABASE_ANON_KEY, ANON, true);
   }
 
-  /** The caller behind an `Authorization` header value; throws 401 when it is not valid. */
-  async verify(authorization: string | null): Promise<Caller> {
+  /**
+   * The caller behind a request's credential: the `Authorization` header's
+   * bearer token when that header is present, else a project API key in the
+   * `apikey` header; throws 401 when neither is valid.
+   */
+  async verify(authorization: string | null, apikey: string | null = null): Promise<Caller> {
+    if (authorization === null && apikey !== null) return this.apiKeyCaller(apikey);
     const token = bearer(authorization);
     const bytes = new TextEncoder().encode(token);
-    for (const [expected, caller] of this.opaque) {
-      if (constantTimeEqual(bytes, expected)) return caller;
+    for (const key of this.opaque) {
+      if (constantTimeEqual(bytes, key.bytes)) return key.caller;
     }
     if (!looksLikeJwt(token)) throw unauthorized("the bearer token is not a valid JWT");
     const now = Date.now();
@@ -101,6 +138,17 @@ export class TokenVerifier {
     return caller;
   }
 
+  /** The caller of an `apikey` header sent without `Authorization`: a publishable or secret key. */
+  private apiKeyCaller(apikey: string): Caller {
+    const bytes = new TextEncoder().encode(apikey.trim());
+    for (const key of this.opaque) {
+      if (key.apiKey && constantTimeEqual(bytes, key.bytes)) return key.caller;
+    }
+    throw unauthorized(
+      "the apikey header is not an API key of this project (a user's token goes in Authorization: Bearer)",
+    );
+  }
+
   private remember(token: string, caller: Caller, exp: number | undefined, now: number): void {
     const until = Math.min(now + VERIFIED_CACHE_MS, exp === undefined ? Infinity : exp * 1000);
     if (this.verified.size >= VERIFIED_CACHE_SIZE) {
@@ -110,12 +158,26 @@ export class TokenVerifier {
     this.verified.set(token, { caller, until });
   }
 
+  /** HS256 against each secret in turn (a JWKS may hold several `oct` keys). */
+  private async verifyHs256(token: string): Promise<JWTPayload> {
+    if (this.secrets.length === 0) {
+      throw unauthorized("HS256 tokens are not accepted by this project");
+    }
+    let failure: unknown;
+    for (const secret of this.secrets) {
+      try {
+        return (await jwtVerify(token, secret, VERIFY_HS256)).payload;
+      } catch (error) {
+        if (!(error instanceof joseErrors.JWSSignatureVerificationFailed)) throw error;
+        failure = error;
+      }
+    }
+    throw failure;
+  }
+
   private async verifyJwt(token: string, alg: string | undefined): Promise<JWTPayload> {
     try {
-      if (alg === "HS256") {
-        if (!this.secret) throw unauthorized("HS256 tokens are not accepted by this project");
-        return (await jwtVerify(token, this.secret, VERIFY_HS256)).payload;
-      }
+      if (alg === "HS256") return await this.verifyHs256(token);
       if (alg === "ES256" || alg === "RS256") {
         if (!this.jwks) throw unauthorized(`${alg} tokens are not accepted by this project`);
         return (await jwtVerify(token, this.jwks, alg === "ES256" ? VERIFY_ES256 : VERIFY_RS256))
@@ -142,6 +204,17 @@ export class TokenVerifier {
   }
 }
 
+/** A key matched by value: the scheduler token, or an API key (also accepted as `apikey`). */
+interface OpaqueKey {
+  bytes: Uint8Array;
+  caller: Caller;
+  /** A project API key (publishable or secret), which may come in the `apikey` header. */
+  apiKey: boolean;
+}
+
+const ANON: Caller = { kind: "anon" };
+const SERVICE: Caller = { kind: "service" };
+
 /** Verification options: every token must carry an expiry. */
 const VERIFY_HS256 = { algorithms: ["HS256"], requiredClaims: ["exp"] };
 const VERIFY_ES256 = { algorithms: ["ES256"], requiredClaims: ["exp"] };
@@ -150,7 +223,13 @@ const VERIFY_RS256 = { algorithms: ["RS256"], requiredClaims: ["exp"] };
 /** The token of a `Bearer` authorization header; 401 when absent. */
 function bearer(authorization: string | null): string {
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "");
-  if (!match) throw unauthorized("missing bearer token in the Authorization header");
+  if (!match) {
+    throw unauthorized(
+      authorization === null
+        ? "no credential: send Authorization: Bearer <token>, or an API key in the apikey header"
+        : "the Authorization header is not Bearer <token>",
+    );
+  }
   return match[1]!;
 }
 

@@ -17,6 +17,29 @@ const list = z.string().optional().transform((v) =>
   (v ?? "").split(",").map((s) => s.trim()).filter((s) => s.length > 0)
 );
 
+/**
+ * A JSON object of named API keys, as hosted Supabase gives functions the
+ * new keys: `SUPABASE_PUBLISHABLE_KEYS` / `SUPABASE_SECRET_KEYS`, e.g.
+ * `{"default":"sb_publishable_..."}` (https://supabase.com/docs/guides/functions/secrets).
+ */
+const keyMap = z.string().optional().transform((value, ctx) => {
+  if (value === undefined || value.trim() === "") return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    parsed = undefined;
+  }
+  const entries = parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)
+    ? Object.entries(parsed)
+    : [];
+  if (entries.length === 0 || entries.some(([, key]) => typeof key !== "string" || key === "")) {
+    ctx.addIssue({ code: "custom", message: "expected a JSON object of named keys" });
+    return z.NEVER;
+  }
+  return Object.freeze(Object.fromEntries(entries)) as Readonly<Record<string, string>>;
+});
+
 /** One entry of `RATE_LIMITS`: function `name` allows `limit` calls per `windowSeconds`. */
 export interface RateLimitOverride {
   readonly name: string;
@@ -61,10 +84,14 @@ export const EnvSchema = z.object({
   SUPABASE_URL: optionalUrl,
   SUPABASE_DB_URL: optionalText,
   SUPABASE_JWT_SECRET: z.string().min(32).optional(),
+  /** The legacy HS256 secret under a name hosted projects may set (`SUPABASE_*` is reserved). */
+  JWT_SECRET: z.string().min(32).optional(),
   SUPABASE_JWKS: optionalText,
   SUPABASE_JWT_ISSUER: optionalText,
   SUPABASE_ANON_KEY: optionalText,
   SUPABASE_SERVICE_ROLE_KEY: optionalText,
+  SUPABASE_PUBLISHABLE_KEYS: keyMap,
+  SUPABASE_SECRET_KEYS: keyMap,
   SCHEDULER_TOKEN: z.string().min(32).optional(),
   LOCAL_DEV: flag,
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),

@@ -4,9 +4,11 @@
  * come from its entry in the catalog (`shared/functions.ts`), the one source
  * of those facts. The factory owns, once for all functions, CORS preflight,
  * security headers, the POST method rule, JSON parsing with a body limit,
- * zod validation, authentication and the access rule, per-caller rate
- * limits, the error model, the request id and one structured log line per
- * request. Handlers receive validated input, the caller and `ctx`.
+ * refusing what PostgreSQL cannot store (NUL, lone surrogates, deep
+ * nesting), zod validation, authentication and the access rule,
+ * per-caller rate limits, the error model, the request id and one
+ * structured log line per request. Handlers receive validated input, the
+ * caller and `ctx`.
  *
  * A declared rate limit may be overridden per deployment with `RATE_LIMITS`
  * (see `env.ts`); the factory applies the override when it binds a function
@@ -26,7 +28,7 @@ import {
   FUNCTIONS,
 } from "../../../shared/functions.ts";
 import { ACCESS_RULES, authorize, authorizeDeal, type CallerFor } from "./access.ts";
-import { DEFAULT_BODY_LIMIT, parseJsonObject, readBodyText } from "./body.ts";
+import { DEFAULT_BODY_LIMIT, parseJsonObject, readBodyText, refuseUnstorable } from "./body.ts";
 import type { Caller } from "./caller.ts";
 import { Context } from "./context.ts";
 import type { RateLimitOverride } from "./env.ts";
@@ -38,11 +40,16 @@ import { defaultRuntime, type Runtime } from "./runtime.ts";
 import { toHttpError } from "./to_http_error.ts";
 
 /** What a handler receives. */
-export interface HandlerArgs<A extends Access, I, G extends FunctionGroup = FunctionGroup> {
+export interface HandlerArgs<
+  A extends Access,
+  I,
+  G extends FunctionGroup = FunctionGroup,
+  T extends boolean = false,
+> {
   /** The validated body (webhooks: undefined; see `rawBody`). */
   input: I;
   /** Who is calling, narrowed by the access rule. */
-  caller: CallerFor<A, G>;
+  caller: CallerFor<A, G, T>;
   /** Per-request dependencies. */
   ctx: Context;
   /** The incoming request (its body is already read). */
@@ -56,10 +63,13 @@ export interface FunctionSpec<
   A extends Access = Access,
   S extends z.ZodType | undefined = undefined,
   G extends FunctionGroup = FunctionGroup,
+  T extends boolean = false,
 > {
   name: FunctionName;
   access: A;
   group: G;
+  /** The scheduler (service-role key or `SCHEDULER_TOKEN`) may start it too (see `shared/functions.ts`). */
+  scheduler?: T;
   /** Schema of the JSON body; absent: the body must be empty or a JSON object, and is ignored. */
   input?: S;
   /** Schema of the answer (checked by tests, not at run time). */
@@ -67,7 +77,13 @@ export interface FunctionSpec<
 }
 
 /** How a function works: its handler and the limits the factory applies. */
-export interface FunctionOptions<A extends Access, I, O, G extends FunctionGroup = FunctionGroup> {
+export interface FunctionOptions<
+  A extends Access,
+  I,
+  O,
+  G extends FunctionGroup = FunctionGroup,
+  T extends boolean = false,
+> {
   /** Body size limit in bytes (default 1 MiB). */
   bodyLimit?: number;
   /** At most `limit` calls per `windowSeconds` per caller (429 `rate_limited` beyond). */
@@ -78,14 +94,20 @@ export interface FunctionOptions<A extends Access, I, O, G extends FunctionGroup
    */
   errorBody?(error: HttpError): unknown;
   /** The work: a JSON value answered with 200, or a `Response` of its own. */
-  handle(args: HandlerArgs<A, I, G>): Promise<O | Response> | O | Response;
+  handle(args: HandlerArgs<A, I, G, T>): Promise<O | Response> | O | Response;
 }
+
+/** Whether the scheduler may start function `N` as well (its catalog entry's `scheduler`). */
+type StartedByScheduler<N extends FunctionName> = FunctionEntryOf<N> extends { scheduler: true }
+  ? true
+  : false;
 
 /** What a handler of function `N` returns: what its output schema accepts. */
 export type HandlerOutput<N extends FunctionName> = z.input<FunctionEntryOf<N>["output"]>;
 
 /** What a declared function exposes of its declaration (tests and docs read it). */
-export interface FunctionDefinition extends FunctionSpec<Access, z.ZodType | undefined> {
+export interface FunctionDefinition
+  extends FunctionSpec<Access, z.ZodType | undefined, FunctionGroup, boolean> {
   /** The per-caller limit it declares (a deployment may override it: `RATE_LIMITS`). */
   rateLimit?: Readonly<RateLimit>;
 }
@@ -110,15 +132,27 @@ export function defineFunction<N extends FunctionName>(
     FunctionEntryOf<N>["access"],
     FunctionInput<N>,
     HandlerOutput<N>,
-    FunctionEntryOf<N>["group"]
+    FunctionEntryOf<N>["group"],
+    StartedByScheduler<N>
   >,
 ): EdgeFunction {
   const entry: FunctionEntryOf<N> = FUNCTIONS[name];
   if (!entry) throw new Error(`Cannot define function "${name}": it is not in the catalog`);
-  const spec = { name, ...entry } as FunctionSpec<FunctionEntryOf<N>["access"], z.ZodType>;
+  const spec = { name, ...entry } as FunctionSpec<
+    FunctionEntryOf<N>["access"],
+    z.ZodType,
+    FunctionEntryOf<N>["group"],
+    StartedByScheduler<N>
+  >;
   return createFunction(
     spec,
-    options as FunctionOptions<FunctionEntryOf<N>["access"], z.output<z.ZodType>, unknown>,
+    options as FunctionOptions<
+      FunctionEntryOf<N>["access"],
+      z.output<z.ZodType>,
+      unknown,
+      FunctionEntryOf<N>["group"],
+      StartedByScheduler<N>
+    >,
   );
 }
 
@@ -130,17 +164,19 @@ export function createFunction<
   A extends Access,
   S extends z.ZodType | undefined = undefined,
   G extends FunctionGroup = FunctionGroup,
+  T extends boolean = false,
 >(
-  spec: FunctionSpec<A, S, G>,
-  options: FunctionOptions<A, S extends z.ZodType ? z.output<S> : undefined, unknown, G>,
+  spec: FunctionSpec<A, S, G, T>,
+  options: FunctionOptions<A, S extends z.ZodType ? z.output<S> : undefined, unknown, G, T>,
 ): EdgeFunction {
   const { name, access } = spec;
   if (!ACCESS_RULES.includes(access)) {
     throw new Error(`Cannot define function "${name}": unknown access "${access}"`);
   }
-  if (access === "deal-participant" && !spec.input) {
+  const dealRule = access === "deal-participant" || access === "deal-participant-or-admin";
+  if (dealRule && !spec.input) {
     throw new Error(
-      `Cannot define function "${name}": a deal-participant function needs an input with dealId`,
+      `Cannot define function "${name}": a ${access} function needs an input with dealId`,
     );
   }
   if (options.rateLimit && (access === "webhook" || options.rateLimit.limit < 1)) {
@@ -187,7 +223,10 @@ export function createFunction<
       const ctx = c.get("ctx");
       let caller: Caller | { kind: "none" } = { kind: "none" };
       if (access !== "webhook") {
-        caller = await runtime.tokens.verify(c.req.header("authorization") ?? null);
+        caller = await runtime.tokens.verify(
+          c.req.header("authorization") ?? null,
+          c.req.header("apikey") ?? null,
+        );
         c.set("caller", caller.kind);
         await authorize(spec, caller, ctx);
         if (rateLimit) await enforceRateLimit(ctx, rateLimitKey(name, caller), rateLimit);
@@ -196,16 +235,23 @@ export function createFunction<
       let input: unknown = undefined;
       if (access !== "webhook") {
         const body = parseJsonObject(rawBody);
-        if (spec.input) input = validate(spec.input, body);
+        if (spec.input) {
+          // What PostgreSQL cannot store (NUL, lone surrogates, deep nesting)
+          // is refused here, once for every function, before zod: see
+          // body.ts. A body a function ignores (no input schema) is not
+          // looked into.
+          refuseUnstorable(body);
+          input = validate(spec.input, body);
+        }
       }
-      if (access === "deal-participant" && caller.kind === "user") {
-        await authorizeDeal(caller, input, ctx);
+      if (dealRule && caller.kind === "user") {
+        await authorizeDeal(caller, input, ctx, access === "deal-participant-or-admin");
       }
       let result: unknown;
       try {
         result = await options.handle({
           input: input as never,
-          caller: caller as CallerFor<A, G>,
+          caller: caller as CallerFor<A, G, T>,
           ctx,
           request: c.req.raw,
           rawBody,

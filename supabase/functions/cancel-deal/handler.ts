@@ -8,21 +8,14 @@
  *
  * @module
  */
-import { isAdmin } from "../_shared/access.ts";
 import { cancelDeal } from "../_shared/deals/cancel.ts";
-import { findDeal } from "../_shared/deals/deal_rows.ts";
-import { forbidden, notFound } from "../_shared/errors.ts";
 import { defineFunction } from "../_shared/function.ts";
 
 export default defineFunction("cancel-deal", {
   rateLimit: { limit: 10, windowSeconds: 60 },
   async handle({ input, caller, ctx }) {
-    const deal = await findDeal(ctx.db, input.dealId);
-    if (!deal) throw notFound(`Deal "${input.dealId}" does not exist`);
-    const participant = deal.buyer_id === caller.id || deal.seller_id === caller.id;
-    if (!participant && !(await isAdmin(ctx, caller.id))) {
-      throw forbidden("Only the deal's buyer, its seller and admins may cancel it");
-    }
-    return await cancelDeal(ctx, { dealId: deal.id, actor: caller.id, reason: input.reason });
+    // The access rule found the deal and checked the caller is its buyer,
+    // its seller or an admin.
+    return await cancelDeal(ctx, { dealId: input.dealId, actor: caller.id, reason: input.reason });
   },
 });

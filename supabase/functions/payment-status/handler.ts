@@ -1,10 +1,13 @@
 /**
- * `payment-status` (either participant) `{ dealId }`: the deal's state and
+ * `payment-status` (the deal's buyer, its seller, or an admin reading any
+ * deal) `{ dealId }`: the deal's state and
  * money — amount, commission (frozen once funded, else what it would be
  * now), the seller's payout amount, the processor's payment status, and the
  * payout and refund. A deal still pending payment is first reconciled with
  * the processor, so a payment whose webhook is late shows (and funds the
  * deal) at once; with the processor down, the stored state is answered.
+ * An admin's call changes nothing the processor has not already decided:
+ * reconciling only records a payment that happened.
  *
  * @module
  */

@@ -1,61 +1,37 @@
 /**
- * `send-new-user-notification` (system; e.g. a database webhook on new
- * users with the service-role key): `{ userId }` → a welcome e-mail and
- * in-app notice to the user, and one in-app notice to each admin. Guarded
- * per user: a second call for the same user sends nothing and answers
- * `welcomed: false`.
+ * `send-new-user-notification` (scheduled: the scheduler, the service-role
+ * key or an admin; the anon key locally with `LOCAL_DEV=true`):
+ *
+ * - no body (every minute, from its `job_schedules` row): drains the
+ *   new-user welcome queue that a trigger on `auth.users` fills for every
+ *   sign-up — each queued user gets a welcome e-mail and in-app notice, and
+ *   each admin an in-app notice — and answers the job counts (guarded job:
+ *   a start while a run is in progress answers 200 `skipped`);
+ * - `{ userId }` (the service-role key or an admin only; 403 for the
+ *   scheduler token and the anon key, which start the drain and nothing
+ *   else): welcomes that user now, the same way.
+ *
+ * Once per user either way: a second call, a second run or both at once
+ * send nothing more, and a call for a user welcomed before answers
+ * `welcomed: false` (`_shared/notifications/welcome.ts`).
  *
  * @module
  */
-import { welcomeEmail } from "../_shared/email/templates/account.ts";
+import { forbidden } from "../_shared/errors.ts";
 import { defineFunction } from "../_shared/function.ts";
-import {
-  adminIds,
-  queueNotice,
-  wasNotified,
-  withDelivery,
-} from "../_shared/notifications/notify.ts";
-import { requireUser } from "../_shared/notifications/subjects.ts";
-
-/** The welcome's notice key: one per user. */
-const WELCOME_KEY = "welcome";
+import { withDelivery } from "../_shared/notifications/notify.ts";
+import { runWelcomeQueue, writeWelcome } from "../_shared/notifications/welcome.ts";
 
 export default defineFunction("send-new-user-notification", {
-  async handle({ input, ctx }) {
-    const written = await ctx.db.tx(async (sql) => {
-      const user = await requireUser(sql, input.userId);
-      // Concurrent calls for one user queue here; the first writes, the
-      // others find its rows (and the writes are idempotent regardless).
-      await sql.query("select pg_advisory_xact_lock(hashtextextended($1, 0))", [
-        `${WELCOME_KEY}:${user.id}`,
-      ]);
-      const welcomedBefore = await wasNotified(sql, user.id, WELCOME_KEY);
-      const welcome = await queueNotice(ctx, sql, {
-        userId: user.id,
-        type: "account",
-        title: "Welcome to the marketplace",
-        body: "Your account is ready. Explore listings or list your own project.",
-        link: "/explore",
-        key: WELCOME_KEY,
-        email: { emailType: "welcome", content: welcomeEmail(user.fullName) },
-      });
-      const admins = [];
-      for (const adminId of await adminIds(sql)) {
-        if (adminId === user.id) continue;
-        admins.push(
-          await queueNotice(ctx, sql, {
-            userId: adminId,
-            type: "admin_digest",
-            title: "New user",
-            body: `${user.email ?? "A user without an address"} joined the marketplace.`,
-            link: `/admin/users/${user.id}`,
-            data: { userId: user.id },
-            key: `new_user:${user.id}`,
-          }),
-        );
-      }
-      return { welcomed: !welcomedBefore, welcome, admins };
-    });
+  async handle({ input, caller, ctx }) {
+    const userId = input.userId;
+    if (userId === undefined) return await runWelcomeQueue(ctx);
+    if (caller.kind === "scheduler" || caller.kind === "anon") {
+      throw forbidden(
+        "Welcoming a named user is for the system and admins; the scheduler starts the queue drain, with no body",
+      );
+    }
+    const written = await ctx.db.tx((sql) => writeWelcome(ctx, sql, userId));
     const [welcome, ...admins] = await withDelivery(ctx, [written.welcome, ...written.admins]);
     return { welcomed: written.welcomed, welcome: welcome!, admins };
   },

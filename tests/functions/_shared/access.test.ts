@@ -32,6 +32,15 @@ const probes: Record<string, EdgeFunction> = {
   utility: echo("test-env", "admin", "utilities"),
   scheduled: echo("run-price-alerts", "scheduled", "schedulers"),
   system: echo("send-email", "system", "notifications"),
+  "admin, started by the scheduler": createFunction(
+    {
+      name: "send-admin-listing-notification",
+      access: "admin",
+      group: "notifications",
+      scheduler: true,
+    },
+    { handle: ({ caller }) => ({ caller: caller.kind }) },
+  ),
 };
 const dealProbe = createFunction({
   name: "create-deal-payment",
@@ -82,6 +91,14 @@ const matrix: Record<string, Record<Who, number>> = {
   utility: { none: 401, anon: 403, service: 403, scheduler: 403, user: 403, admin: 200 },
   scheduled: { none: 401, anon: 403, service: 200, scheduler: 200, user: 403, admin: 200 },
   system: { none: 401, anon: 403, service: 200, scheduler: 403, user: 403, admin: 200 },
+  "admin, started by the scheduler": {
+    none: 401,
+    anon: 403,
+    service: 200,
+    scheduler: 200,
+    user: 403,
+    admin: 200,
+  },
 };
 
 for (const [rule, expected] of Object.entries(matrix)) {
@@ -102,6 +119,18 @@ sqlTest(
     assert.equal(await statusOf("admin", "anon", localDev), 403);
     assert.equal(await statusOf("user", "anon", localDev), 403);
     assert.equal(await statusOf("system", "anon", localDev), 403);
+    // An admin function the schedule starts takes the scheduler's
+    // credentials, never the anon key, and says which to use.
+    const refused = await invoke(probes["admin, started by the scheduler"]!, localDev, {
+      token: keys.anonKey,
+      body: {},
+    });
+    assert.equal(refused.status, 403);
+    assert.match(
+      (refused.body as { error: { message: string } }).error.message,
+      /service-role key or SCHEDULER_TOKEN/,
+    );
+    assert.equal(await statusOf("admin, started by the scheduler", "scheduler", localDev), 200);
   },
 );
 
@@ -240,19 +269,25 @@ sqlTest("access: opaque project keys and the scheduler token compare exactly", a
   assert.equal(near.status, 401);
 });
 
+/** A deal pending payment: alice buys bob's listing. */
+async function aliceBuysFromBob(): Promise<{ id: string }> {
+  const { rows: [listing] } = await db.pool.query(
+    `insert into public.listings (seller_id, title, category, asking_price, currency)
+     values ($1, 'Deal probe', 'saas', 1000, 'USD') returning id`,
+    [bob.id],
+  );
+  const { rows: [deal] } = await db.pool.query(
+    `insert into public.deals (listing_id, buyer_id, seller_id, amount, currency)
+     values ($1, $2, $3, 1000, 'USD') returning id`,
+    [listing.id, alice.id, bob.id],
+  );
+  return deal;
+}
+
 sqlTest(
   'access "deal-participant": buyer and seller pass; others 403; unknown deal 404',
   async () => {
-    const { rows: [listing] } = await db.pool.query(
-      `insert into public.listings (seller_id, title, category, asking_price, currency)
-     values ($1, 'Deal probe', 'saas', 1000, 'USD') returning id`,
-      [bob.id],
-    );
-    const { rows: [deal] } = await db.pool.query(
-      `insert into public.deals (listing_id, buyer_id, seller_id, amount, currency)
-     values ($1, $2, $3, 1000, 'USD') returning id`,
-      [listing.id, alice.id, bob.id],
-    );
+    const deal = await aliceBuysFromBob();
     const as = async (user: { id: string; email: string }, dealId: unknown) =>
       await invoke(dealProbe, runtime, { token: await keys.userToken(user), body: { dealId } });
     assert.equal((await as(alice, deal.id)).status, 200);
@@ -273,6 +308,36 @@ sqlTest(
       body: { dealId: deal.id },
     });
     assert.equal(anon.status, 403);
+  },
+);
+
+sqlTest(
+  'access "deal-participant-or-admin": buyer, seller and admins pass; others 403; unknown deal 404',
+  async () => {
+    const reader = createFunction({
+      name: "payment-status",
+      access: "deal-participant-or-admin",
+      group: "deals",
+      input: DealIdInput,
+    }, {
+      handle: ({ caller, input }) => ({ caller: caller.id, deal: input.dealId }),
+    });
+    const deal = await aliceBuysFromBob();
+    const as = async (token: string, dealId: string) =>
+      await invoke(reader, runtime, { token, body: { dealId } });
+    assert.equal((await as(tokens.user, deal.id)).status, 200);
+    assert.equal((await as(await keys.userToken(bob), deal.id)).status, 200);
+    assert.deepEqual((await as(tokens.admin, deal.id)).body, { caller: admin.id, deal: deal.id });
+    const other = await as(await keys.userToken(carol), deal.id);
+    assert.equal(other.status, 403);
+    assert.match((other.body as { error: { message: string } }).error.message, /admins/);
+    assert.equal((await as(tokens.admin, crypto.randomUUID())).status, 404);
+    assert.equal((await as(keys.serviceKey, deal.id)).status, 403);
+    // The plain deal-participant rule still refuses an admin.
+    assert.equal(
+      (await invoke(dealProbe, runtime, { token: tokens.admin, body: { dealId: deal.id } })).status,
+      403,
+    );
   },
 );
 

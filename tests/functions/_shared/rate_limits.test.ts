@@ -13,7 +13,12 @@ import { createUser } from "../../support/sql.ts";
 const functions = await loadFunctions();
 
 /** Access rules whose callers are users, each counted on their own. */
-const USER_FACING: readonly Access[] = ["user", "seller", "deal-participant"];
+const USER_FACING: readonly Access[] = [
+  "user",
+  "seller",
+  "deal-participant",
+  "deal-participant-or-admin",
+];
 
 /** The functions that declare a limit, with it. */
 function declaredLimits(): Map<string, { limit: number; windowSeconds: number }> {

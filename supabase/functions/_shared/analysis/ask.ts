@@ -1,7 +1,8 @@
 /**
  * Asking the model for an analysis: the primary model first, the fallback
  * when the primary is busy (429, 529, 5xx, unreachable); the answer must be a
- * call of the analysis tool whose input passes the schema. An invalid answer
+ * call of the analysis tool whose input passes the schema and holds no text
+ * PostgreSQL cannot store (NUL, lone surrogates). An invalid answer
  * is asked for once more, telling the model what was wrong; a second invalid
  * answer is 502 `ai_invalid_answer`. Both models busy is 503
  * `ai_unavailable` with `retryAfter` — never a bare 500.
@@ -14,6 +15,7 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import { ProjectAnalysisFields } from "../../../../shared/analysis_schemas.ts";
 import { aimodelFailure, loadAimodelSdk } from "../aimodel.ts";
+import { unstorableParts } from "../body.ts";
 import type { Context } from "../context.ts";
 import { HttpError, retryLater } from "../errors.ts";
 import { ANALYSIS_TOOL_NAME, type AnalysisRequest } from "./prompt.ts";
@@ -170,7 +172,18 @@ function readAnswer(
   const call = toolCall(message);
   if (!call) return { ok: false, problem: `The answer did not call ${ANALYSIS_TOOL_NAME}.` };
   const parsed = ProjectAnalysisFields.safeParse(call.input);
-  if (parsed.success) return { ok: true, fields: parsed.data };
+  if (parsed.success) {
+    // The answer is stored (the cache is jsonb): text PostgreSQL cannot
+    // store makes it as invalid as a schema miss, not a 500 at the write.
+    const unstorable = unstorableParts(parsed.data).slice(0, 10).map((issue) =>
+      `${issue.path || "(input)"}: ${issue.message}`
+    );
+    if (unstorable.length === 0) return { ok: true, fields: parsed.data };
+    return {
+      ok: false,
+      problem: `The tool input holds text that cannot be stored: ${unstorable.join("; ")}.`,
+    };
+  }
   const issues = parsed.error.issues.slice(0, 10).map((issue) =>
     `${issue.path.join(".") || "(input)"}: ${issue.message}`
   );

@@ -21,6 +21,7 @@
  */
 import type { Context } from "../context.ts";
 import type { Sql } from "../db.ts";
+import { HttpError } from "../errors.ts";
 import { RereadNeeded } from "./processor.ts";
 import { handlerFor } from "./webhook_handlers.ts";
 import { recordEvent, settleOutcome } from "./webhook_ledger.ts";
@@ -48,7 +49,26 @@ export async function processEvent(
         detail: `no handler for "${entry.event.type}" on the ${entry.endpoint} endpoint`,
       }));
   }
+  assertObjectId(entry);
   return await applyWith(ctx, entry, handler);
+}
+
+/**
+ * 400 `invalid_input` unless the event's object has an id: every handler
+ * re-reads its object from the processor by that id, and an empty one would
+ * read the list endpoint instead (`GET /v1/disputes/`), whose answer no
+ * handler expects — a 500 the processor would retry for days. Events no
+ * handler takes (some objects have no id) are not checked.
+ */
+function assertObjectId({ event }: LedgerEntry): void {
+  const id = (event.data.object as { id?: unknown }).id;
+  if (typeof id !== "string" || id.trim() === "") {
+    throw new HttpError(
+      400,
+      "invalid_input",
+      `Cannot accept the webhook: the object of event "${event.id}" has no id`,
+    );
+  }
 }
 
 async function applyWith(

@@ -19,6 +19,7 @@
  * @module
  */
 import type Stripe from "stripe";
+import { refuseUnstorable } from "../body.ts";
 import type { Env } from "../env.ts";
 import { HttpError } from "../errors.ts";
 import { isLiveKey, loadPayprocSdk } from "../payproc.ts";
@@ -55,7 +56,10 @@ function webhookSecrets(env: Env): Array<[Endpoint, string]> {
   return secrets;
 }
 
-/** The verified, admitted event; 400 (`invalid_signature`, `invalid_json`, `wrong_endpoint`, `wrong_mode`) otherwise. */
+/**
+ * The verified, admitted event; 400 (`invalid_signature`, `invalid_json`,
+ * `invalid_input`, `wrong_endpoint`, `wrong_mode`) otherwise.
+ */
 export async function verifyWebhook(
   env: Env,
   header: string | null,
@@ -86,6 +90,11 @@ export async function verifyWebhook(
       }
       throw error;
     }
+    // Only ids and the type are read from the payload (objects are re-read
+    // from the processor), but those reach PostgreSQL: an event holding what
+    // it cannot store (NUL, lone surrogates, deep nesting) is refused whole,
+    // as any request body is (`body.ts`), before anything is written.
+    refuseUnstorable(event);
     return admit(assertEventShape(event), endpoint, live);
   }
   throw invalidSignature(

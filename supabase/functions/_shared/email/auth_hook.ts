@@ -15,6 +15,7 @@
 import { Webhook, WebhookVerificationError } from "standardwebhooks";
 import { z } from "zod";
 import { AUTH_EMAIL_ACTIONS } from "../../../../shared/notifications.ts";
+import { refuseUnstorable } from "../body.ts";
 import type { Env } from "../env.ts";
 import { HttpError, invalidInput } from "../errors.ts";
 import { emailFailureError, type EmailOutcome } from "./send.ts";
@@ -23,9 +24,15 @@ import type { AuthEmailRequest } from "./templates/auth.ts";
 /** The Standard Webhooks headers Auth signs with. */
 export const HOOK_HEADERS = ["webhook-id", "webhook-timestamp", "webhook-signature"] as const;
 
-/** An address as `email_logs` accepts it (Auth has already validated it). */
-const HookAddress = z.string().trim().max(320).regex(/^[^\s@<>]+@[^\s@<>]+$/, {
-  message: "Expected an e-mail address",
+/**
+ * An address as `email_logs` accepts it and the e-mail provider takes it
+ * (`local@domain.tld`). Auth has validated it already, by rules of its own,
+ * so this stays loose; but an address the provider would refuse is refused
+ * here, as bad input (400), not reported as the provider failing (502)
+ * after a row was written.
+ */
+const HookAddress = z.string().trim().max(320).regex(/^[^\s@<>]+@[^\s@<>.]+(?:\.[^\s@<>.]+)+$/, {
+  message: "Expected an e-mail address (local@domain.tld)",
 });
 
 /** A string field Auth sends empty when it does not apply: empty becomes undefined. */
@@ -89,7 +96,8 @@ function hookVerifiers(env: Env): Webhook[] {
  * Checks the delivery's signature over `rawBody` and parses the body: 503
  * `not_configured` without the secret, 401 `invalid_signature` for missing
  * headers, a forged or stale signature (nothing is read before this
- * passes), 400 `invalid_json` / `invalid_input` for a body of the wrong shape.
+ * passes), 400 `invalid_json` / `invalid_input` for a body of the wrong shape
+ * or with what PostgreSQL cannot store (`body.ts`).
  */
 export function verifyAuthHook(env: Env, headers: Headers, rawBody: string): VerifiedAuthHook {
   const verifiers = hookVerifiers(env);
@@ -120,6 +128,10 @@ export function verifyAuthHook(env: Env, headers: Headers, rawBody: string): Ver
   } catch {
     throw new HttpError(400, "invalid_json", "Cannot accept the hook: the body is not JSON");
   }
+  // A webhook's body skips the factory's check: what PostgreSQL cannot
+  // store (NUL, lone surrogates, deep nesting) is refused here, as for every
+  // other body.
+  refuseUnstorable(body);
   const parsed = AuthHookPayload.safeParse(body);
   if (!parsed.success) {
     throw invalidInput(

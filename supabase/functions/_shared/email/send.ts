@@ -24,6 +24,7 @@ import {
   type EmailLogRow,
   type EmailToLog,
   insertEmailLog,
+  isSignInEmail,
   markDelivered,
   markFailed,
   readEmailLog,
@@ -149,7 +150,7 @@ export async function deliverEmail(ctx: Context, id: string): Promise<EmailOutco
  * a dead link. The user asks again instead.
  */
 export function retriedLater(emailType: string): boolean {
-  return !emailType.startsWith("auth_");
+  return !isSignInEmail(emailType);
 }
 
 function outcomeOf(row: EmailLogRow): EmailOutcome {

@@ -13,6 +13,11 @@
  * digest per user per UTC day: its key is `new_listings:<YYYY-MM-DD>`, and a
  * user who has that day's notice or e-mail is skipped.
  *
+ * A listing's asking price is in the digest only when the recipient's plan
+ * shows it (`can_view_field`, the rule `listing_view_secure` follows); else
+ * the digest shows the placeholder of a hidden price. Title and category
+ * are shown to everyone who sees the listing.
+ *
  * Users are taken {@linkcode DIGEST_BATCH_USERS} at a time, each batch
  * written in one short transaction (a savepoint per user, so one failing
  * user is a failed item, not a failed batch) and delivered after its commit.
@@ -82,7 +87,12 @@ async function digestsOf(sql: Sql, userIds: string[], key: string): Promise<Reci
               select 1 from public.email_logs e
               where e.idempotency_key = $2::text || ':' || u.user_id::text
             ) as sent_today,
-            l.id, l.title, l.category, l.asking_price, l.currency, l.total
+            l.id, l.title, l.category, l.currency, l.total,
+            -- Only a price the recipient's plan shows (the blur policy's own rule).
+            case when l.id is not null
+                   and public.can_view_field(l.id, 'asking_price', u.user_id)
+              then l.asking_price::text
+            end as asking_price
      from unnest($1::uuid[]) with ordinality as u(user_id, position)
      cross join lateral (
        select greatest(
@@ -94,7 +104,7 @@ async function digestsOf(sql: Sql, userIds: string[], key: string): Promise<Reci
        ) as at
      ) last_digest
      left join lateral (
-       select l.id, l.title, l.category, l.asking_price::text as asking_price, l.currency,
+       select l.id, l.title, l.category, l.asking_price, l.currency,
               l.reviewed_at, count(*) over ()::integer as total
        from public.listings l
        where l.review_status = 'approved'
@@ -119,7 +129,7 @@ async function digestsOf(sql: Sql, userIds: string[], key: string): Promise<Reci
       id: row.id,
       title: row.title ?? "",
       category: row.category ?? "",
-      askingPrice: row.asking_price ?? "0",
+      askingPrice: row.asking_price,
       currency: row.currency ?? "USD",
     });
   }

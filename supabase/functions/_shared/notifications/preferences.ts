@@ -34,11 +34,25 @@ export async function channelsFor(
     : { email: defaults.email, inApp: defaults.inApp };
 }
 
-/** The notification type whose e-mail preference `emailType` honours (null: none, always sent). */
+/**
+ * The notification type whose e-mail preference `emailType` honours (null:
+ * none, always sent). A label is matched as written, then in snake case
+ * (`payoutReleased`, `Payout released` and `payout-released` are
+ * `payout_released`), so a caller's spelling does not bypass a preference.
+ */
 export function preferenceOf(emailType: string): NotificationType | null {
-  return Object.hasOwn(EMAIL_TYPES, emailType)
-    ? EMAIL_TYPES[emailType as keyof typeof EMAIL_TYPES]
-    : null;
+  for (const label of [emailType, snakeCase(emailType)]) {
+    if (Object.hasOwn(EMAIL_TYPES, label)) return EMAIL_TYPES[label as keyof typeof EMAIL_TYPES];
+  }
+  return null;
+}
+
+/** `label` in snake case: words split at case changes, spaces, hyphens and dots. */
+function snakeCase(label: string): string {
+  return label.trim()
+    .replace(/([\p{Ll}\d])(\p{Lu})/gu, "$1_$2")
+    .replace(/[\s.-]+/g, "_")
+    .toLowerCase();
 }
 
 /**

@@ -12,7 +12,11 @@
  *   delivered it (reconciled from `email_logs`), or `suppressed` when the
  *   user has no address;
  * - events whose alert was switched off or whose listing is no longer on sale
- *   since they matched: `suppressed`, not told.
+ *   since they matched: `suppressed`, not told;
+ * - events whose price the user's plan does not show now (the plan or the
+ *   blur policy changed since the match; `can_view_field`, as the matcher
+ *   asks it): `suppressed`, not told — a notice never carries a value the
+ *   recipient's plan hides.
  *
  * The notice's key is the first claimed event's id: the same claim written
  * again (a retried transaction) is the same notice, a later claim a new one.
@@ -34,6 +38,8 @@ interface ClaimedEvent {
   title: string;
   /** The alert is active and the listing approved and not the user's own. */
   live: boolean;
+  /** The user's plan shows the listing's asking price (`can_view_field`). */
+  price_visible: boolean;
   /** Null for a saved search. */
   target_price: string | null;
   category: string | null;
@@ -51,6 +57,7 @@ export interface UserDelivery {
 }
 
 const NOT_LIVE = "The alert was switched off or the listing is no longer on sale";
+const PRICE_HIDDEN = "The user's plan does not show the listing's asking price";
 const NO_ADDRESS = "The user has no e-mail address";
 const IN_APP_OFF = 'The user switched off in-app notices of type "price_alerts"';
 
@@ -59,6 +66,7 @@ async function claimEvents(sql: Sql, userId: string): Promise<ClaimedEvent[]> {
   return await sql.query<ClaimedEvent>(
     `select e.id, e.channel, e.listing_id, e.price::text as price, e.currency, l.title,
             a.active and l.review_status = 'approved' and l.seller_id <> e.user_id as live,
+            public.can_view_field(e.listing_id, 'asking_price', e.user_id) as price_visible,
             a.target_price::text as target_price, a.category, a.max_price::text as max_price
      from public.price_alert_events e
      join public.price_alerts a on a.id = e.alert_id
@@ -121,8 +129,14 @@ export async function notifyUser(ctx: Context, userId: string): Promise<UserDeli
       status: "suppressed",
       error: NOT_LIVE,
     });
-    const inApp = events.filter((e) => e.live && e.channel === "in_app");
-    const email = events.filter((e) => e.live && e.channel === "email");
+    const hidden = events.filter((e) => e.live && !e.price_visible);
+    out.suppressed += await settle(sql, hidden.map((e) => e.id), {
+      status: "suppressed",
+      error: PRICE_HIDDEN,
+    });
+    const told = events.filter((e) => e.live && e.price_visible);
+    const inApp = told.filter((e) => e.channel === "in_app");
+    const email = told.filter((e) => e.channel === "email");
     if (inApp.length === 0 && email.length === 0) return out;
 
     const inAppNotice = priceAlertNotice(inApp.map(matchOf));

@@ -26,7 +26,11 @@ export interface TargetPolicy {
   allowLoopback: boolean;
 }
 
-/** A 400 `invalid_input` "Cannot analyze this URL: <message>" with details `{ reason, url, address?, range? }`. */
+/**
+ * A 400 `invalid_input` "Cannot analyze this URL: <message>" with details
+ * `{ reason, url, address?, range? }`; `address` only for a literal address
+ * in the URL itself, never for one a name resolved to.
+ */
 export function refusal(
   reason: RefusalReason,
   url: string,
@@ -122,12 +126,14 @@ export function pickAddress(
   if (addresses.length === 0) {
     throw refusal("unresolvable", url.href, `"${host}" has no address`);
   }
+  // A refusal names the rule a name broke (the range), never the address it
+  // resolved to: the answer would map the inside of the network for whoever
+  // asks (which name points where). A literal address is the caller's own
+  // text and is named by checkUrl.
   const parsed = addresses.map((address) => {
     const ip = parseIp(address);
     if (!ip) {
-      throw refusal("address", url.href, `"${host}" resolves to "${address}", not an address`, {
-        address,
-      });
+      throw refusal("address", url.href, `"${host}" does not resolve to a valid address`);
     }
     const range = rangeOf(ip);
     const canonical = formatIp(ip);
@@ -135,8 +141,8 @@ export function pickAddress(
       throw refusal(
         "address",
         url.href,
-        `"${host}" resolves to ${canonical}, ${RANGE_WORDS[range]} address`,
-        { address: canonical, range },
+        `"${host}" resolves to ${RANGE_WORDS[range]} address; only public addresses may be fetched`,
+        { range },
       );
     }
     return { ip, canonical, loopback: range === "loopback" };

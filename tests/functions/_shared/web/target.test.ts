@@ -182,9 +182,28 @@ Deno.test("pickAddress() refuses when ANY address is not public, and no address 
     [["100.64.1.1"], "100.64.1.1", "cgnat"],
   ];
   for (const [addresses, address, range] of refused) {
-    assertRefused(() => pickAddress(url, addresses, 443, STRICT), "address", { address, range });
+    // The rule is named (the range); the address the name resolved to is not,
+    // in the message or the details.
+    assertRefused(() => pickAddress(url, addresses, 443, STRICT), "address", {
+      address: undefined,
+      range,
+    });
+    assert.throws(
+      () => pickAddress(url, addresses, 443, STRICT),
+      (error: unknown) => {
+        assert.ok(error instanceof HttpError);
+        assert.ok(!error.message.includes(address), error.message);
+        assert.ok(!JSON.stringify(error.details).includes(address), JSON.stringify(error.details));
+        assert.match(error.message, /only public addresses may be fetched$/);
+        return true;
+      },
+    );
   }
   assertRefused(() => pickAddress(url, ["not-an-ip"], 443, STRICT), "address");
+  assert.throws(
+    () => pickAddress(url, ["not-an-ip"], 443, STRICT),
+    (error: unknown) => error instanceof HttpError && !error.message.includes("not-an-ip"),
+  );
 });
 
 Deno.test("pickAddress() answers the first IPv4 address, else the first, canonical", () => {

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { fieldPresentation } from "../../../../../shared/blur.ts";
 import type { EmailContent } from "../render.ts";
 import { countOf, formatMoney, namesOf } from "../../format.ts";
 
@@ -21,8 +22,24 @@ export interface DigestListing {
   id: string;
   title: string;
   category: string;
-  askingPrice: string;
+  /** Null when the recipient's plan hides the asking price (the blur policy). */
+  askingPrice: string | null;
   currency: string;
+}
+
+/** What stands for an asking price the recipient's plan hides (the UI blurs it). */
+export const HIDDEN_PRICE = "price hidden on your plan";
+
+/**
+ * The price part of a listing's line: its price; for a hidden one the
+ * placeholder, or nothing if the blur policy leaves the field out
+ * (`fieldPresentation`, as the frontend shows it).
+ */
+function priceOf(listing: DigestListing): string | null {
+  if (listing.askingPrice !== null) return formatMoney(listing.askingPrice, listing.currency);
+  return fieldPresentation("asking_price", ["asking_price"]) === "placeholder"
+    ? HIDDEN_PRICE
+    : null;
 }
 
 /**
@@ -48,7 +65,7 @@ export function newListingsDigest(listings: DigestListing[], total: number): Dig
       items: listings.map((listing) => ({
         title: listing.title,
         url: `/listings/${listing.id}`,
-        detail: `${listing.category} · ${formatMoney(listing.askingPrice, listing.currency)}`,
+        detail: [listing.category, priceOf(listing)].filter((part) => part !== null).join(" · "),
       })),
       action: { label: "Explore all listings", url: "/explore" },
       footer:
