@@ -100,7 +100,7 @@ function notASeller(): HttpError {
  * {@linkcode authorizeDeal}.
  */
 export async function authorize(spec: AccessSpec, caller: Caller, ctx: Context): Promise<void> {
-  // Locally the anon key starts scheduled and utility functions (docs/functions.md).
+  // Locally the anon key starts scheduled and utility functions (README, "Who may call what").
   if (caller.kind === "anon" && ctx.env.values.LOCAL_DEV) {
     if (spec.access === "scheduled" || spec.group === "utilities") return;
   }

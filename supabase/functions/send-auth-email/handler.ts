@@ -3,10 +3,12 @@
  * auth e-mail on demand, the same one the Send Email Hook sends for that
  * action (`_shared/email/templates/auth.ts`), to `email`; for
  * `email_change`, one e-mail with `tokenHash`. Answers
- * `{ results: [{ id, status }] }`, one `email_logs` row per e-mail. When the
- * provider fails the row says `failed` (retried by the retry sub-job) and
- * the caller gets 502 (`upstream_unavailable` or `upstream_rejected`), 503
- * `not_configured` without a provider.
+ * `{ results: [{ id, status }] }`, one `email_logs` row per e-mail (its body
+ * kept apart, where admins cannot read it). When the provider fails the row
+ * says `failed` and the caller gets 502 (`upstream_unavailable` or
+ * `upstream_rejected`), 503 `not_configured` without a provider. A sign-in
+ * e-mail is not retried later (a later copy could carry a dead link): the
+ * caller asks again.
  *
  * @module
  */
