@@ -9,7 +9,7 @@
 import { z } from "zod";
 import { DealId } from "./schemas.ts";
 
-/** A deal's state (the state table is in the README and the deal_states migration). */
+/** A deal's state (the state table is in docs/deals.md and the deal_states migration). */
 export const DealStatus = z.enum([
   "pending_payment",
   "funded",

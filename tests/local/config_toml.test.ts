@@ -120,7 +120,7 @@ Deno.test("config.toml pins enable_anonymous_sign_ins = false in [auth]", async 
 //   static_files; UnmarshalExact refuses any other key) and funcSlugPattern
 //   `^[A-Za-z][A-Za-z0-9_-]*$`.
 // The same was confirmed with the CLI binary itself (npm supabase@3.1.0) by
-// hand: see the README's "Deploying" section.
+// hand: see docs/deploying.md.
 
 const CLI_ENV_PATTERN = /^env\((.*)\)$/;
 const CLI_HOOK_SECRET_PATTERN = /^v1,whsec_[A-Za-z0-9+/=]{32,88}$/;

@@ -19,8 +19,8 @@
  * how supabase-js sends `sb_publishable_…`/`sb_secret_…` keys to functions
  * when no user is signed in (it never sends them as a bearer token), and
  * where Supabase's documentation tells callers to put them
- * (https://supabase.com/docs/guides/functions/auth-headers). The README's
- * "Deploying" section lists which variable to set where.
+ * (https://supabase.com/docs/guides/functions/auth-headers). docs/deploying.md
+ * lists which variable to set where.
  *
  * @module
  */

@@ -65,7 +65,7 @@ if (!Number.isInteger(SEED) || !Number.isInteger(RUNS) || RUNS < 1) {
   throw new Error("FUZZ_SEED and FUZZ_RUNS must be whole numbers (FUZZ_RUNS from 1)");
 }
 
-/** The 5xx answers the README documents as "come back later" (everything else is a bug). */
+/** The 5xx answers docs/functions.md documents as "come back later" (everything else is a bug). */
 const DOCUMENTED_503 = new Set(["not_configured", "upstream_unavailable", "ai_unavailable"]);
 
 /** Processor endpoints that move money (or start to): none may be called by a fuzzed request. */
