@@ -149,9 +149,21 @@ export async function migrate(
   const runId = crypto.randomUUID();
   let granted = false;
   try {
+    // One run at a time per database (two `deno task start` on one
+    // SUPABASE_DB_URL): the second waits, then finds the files applied,
+    // instead of failing in platform.sql with "tuple concurrently updated"
+    // or on a file the first is applying. Released when `admin` ends.
+    await admin.query("select pg_advisory_lock(hashtextextended('local/migrate.ts', 0))");
     if (options.includePlatform) {
       await admin.query(await Deno.readTextFile(PLATFORM_SQL));
     }
+    // What a killed run granted and never ran (its `finally` did not run);
+    // under the lock no other run's statements are there.
+    await admin.query(`do $$ begin
+      if to_regclass('supautils_local.granted_statements') is not null then
+        delete from supautils_local.granted_statements;
+      end if;
+    end $$`);
     client = await connectAsPostgres(databaseUrl);
     await ensureMigrationsTable(client);
     const done = new Map(

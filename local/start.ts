@@ -33,7 +33,7 @@ import {
 import { startScheduler } from "./scheduler.ts";
 import { hasMigrationsTable, seedDatabase } from "./seed.ts";
 import { createStorageApi } from "./storage/api.ts";
-import { readSupabaseEnv } from "./supabase_env.ts";
+import { readLocalSupabaseEnv } from "./supabase_env.ts";
 
 /** The local scheduler token (least privilege: scheduled functions only). */
 export const LOCAL_SCHEDULER_TOKEN = "local-scheduler-token-for-development-only-0000";
@@ -96,7 +96,7 @@ async function main(): Promise<void> {
       SITE_URL: "http://localhost:5173",
       // The values the Supabase CLI reads for config.toml (the Send Email
       // Hook secret), so auth-email-webhook checks the one local secret.
-      ...(await readSupabaseEnv()),
+      ...(await readLocalSupabaseEnv()),
       ...env,
       SUPABASE_DB_URL: appDbUrl,
     });

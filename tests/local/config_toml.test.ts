@@ -3,7 +3,12 @@ import { Webhook } from "standardwebhooks";
 import { readFunctionConfig, readVerifyJwt } from "../../local/config_toml.ts";
 import { loadFunctions } from "../../local/functions.ts";
 import { CONFIG_TOML_PATH, REPO_ROOT } from "../../local/paths.ts";
-import { parseSupabaseEnv, readSupabaseEnv, SUPABASE_ENV_PATH } from "../../local/supabase_env.ts";
+import {
+  parseSupabaseEnv,
+  readLocalSupabaseEnv,
+  readSupabaseEnv,
+  SUPABASE_ENV_PATH,
+} from "../../local/supabase_env.ts";
 import type { Access } from "../../shared/access.ts";
 import { FUNCTIONS } from "../../shared/functions.ts";
 import { verifyAuthHook } from "../../supabase/functions/_shared/email/auth_hook.ts";
@@ -71,31 +76,13 @@ Deno.test("config.toml has a block for every function, verify_jwt = true only wh
   await Deno.stat(`${REPO_ROOT}deno.json`);
 });
 
-/** The `key = value` lines of the top-level table `[name]` (comments dropped, values as written). */
-function tomlTable(toml: string, name: string): Map<string, string> {
-  const settings = new Map<string, string>();
-  let inside = false;
-  for (const raw of toml.split("\n")) {
-    const line = raw.replace(/#.*$/, "").trim();
-    if (line === "") continue;
-    const table = /^\[([^\]]+)\]$/.exec(line);
-    if (table) {
-      inside = table[1]!.trim() === name;
-      continue;
-    }
-    const setting = /^([\w-]+)\s*=\s*(.+)$/.exec(line);
-    if (inside && setting) settings.set(setting[1]!, setting[2]!.trim());
-  }
-  return settings;
-}
-
 Deno.test("config.toml pins enable_anonymous_sign_ins = false in [auth]", async () => {
   // Anonymous sign-ins are sessions without an account: the database lets
   // them write nothing (is_signed_in_user()) and the functions answer 403,
   // but the project does not issue them at all.
-  const auth = tomlTable(await Deno.readTextFile(CONFIG_TOML_PATH), "auth");
-  assert.equal(auth.get("enabled"), "true", "the [auth] table was found");
-  assert.equal(auth.get("enable_anonymous_sign_ins"), "false");
+  const auth = readToml(await Deno.readTextFile(CONFIG_TOML_PATH)).get("auth");
+  assert.equal(auth?.get("enabled"), true, "the [auth] table was found");
+  assert.equal(auth?.get("enable_anonymous_sign_ins"), false);
 });
 
 // --- The Supabase CLI's own reading of config.toml ---------------------------
@@ -270,5 +257,30 @@ Deno.test("parseSupabaseEnv reads NAME=value lines and refuses what godotenv wou
   );
   for (const bad of ['A="quoted"', "A=1 # trailing", "export A=1", "A = 1", "A=1\nA=2"]) {
     assert.throws(() => parseSupabaseEnv(bad), /Cannot read supabase\/\.env/, bad);
+  }
+});
+
+Deno.test("deno task start reads supabase/.env.local over supabase/.env, as the CLI does", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const envPath = `${dir}/supabase/.env`;
+    await Deno.mkdir(`${dir}/supabase`);
+    await Deno.writeTextFile(envPath, "SEND_EMAIL_HOOK_SECRET=committed\nONLY_COMMITTED=1\n");
+    assert.deepEqual(await readLocalSupabaseEnv(envPath), {
+      SEND_EMAIL_HOOK_SECRET: "committed",
+      ONLY_COMMITTED: "1",
+    });
+    await Deno.writeTextFile(`${envPath}.local`, "SEND_EMAIL_HOOK_SECRET=overridden\n");
+    assert.deepEqual(await readLocalSupabaseEnv(envPath), {
+      SEND_EMAIL_HOOK_SECRET: "overridden",
+      ONLY_COMMITTED: "1",
+    });
+    await Deno.writeTextFile(`${envPath}.local`, 'SEND_EMAIL_HOOK_SECRET="quoted"\n');
+    await assert.rejects(
+      readLocalSupabaseEnv(envPath),
+      /Cannot read supabase\/\.env\.local: line 1/,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
   }
 });

@@ -346,6 +346,51 @@ sqlTest("a migration cannot reach the superuser from its postgres login", async 
   }
 });
 
+sqlTest("two runs at once on one database: the second waits, then applies nothing", async () => {
+  const url = await emptyDatabase();
+  const dir = await migrationsDir({
+    // Slow enough that the second run reaches it while the first applies it.
+    "001_policies": `${POLICY}\nselect pg_sleep(0.5);\n`,
+    "002_two": "create table public.two (id int);",
+  });
+  const runs = await Promise.allSettled([
+    migrate(url, { includePlatform: true, migrationsDir: dir }),
+    migrate(url, { includePlatform: true, migrationsDir: dir }),
+  ]);
+  const outcomes = runs.map((run) =>
+    run.status === "fulfilled" ? run.value : `failed: ${(run.reason as Error).message}`
+  );
+  assert.deepEqual(outcomes.map((outcome) => JSON.stringify(outcome)).sort(), [
+    '["001","002"]',
+    "[]",
+  ]);
+  assert.deepEqual(await versions(url), ["001", "002"]);
+});
+
+sqlTest("a run removes what a killed run granted and never ran", async () => {
+  const url = await emptyDatabase();
+  const dir = await migrationsDir({ "001_policies": POLICY });
+  await migrate(url, { includePlatform: true, migrationsDir: dir });
+  // As a run killed between recording its policy statements and its `finally` leaves them.
+  await sql(
+    url,
+    `insert into supautils_local.granted_statements (run_id, statement)
+     values ('a-killed-run', 'drop policy "Owners read their files" on storage.objects;')`,
+  );
+  await Deno.writeTextFile(`${dir}/002_two.sql`, "create table public.two (id int);");
+  assert.deepEqual(await migrate(url, { includePlatform: true, migrationsDir: dir }), ["002"]);
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query(
+      "select count(*)::int as n from supautils_local.granted_statements",
+    );
+    assert.deepEqual(rows, [{ n: 0 }]);
+  } finally {
+    await client.end();
+  }
+});
+
 const DEAL_DOCUMENTS = "20261123002700";
 /** The sha256 of 20261123002700_deal_documents.sql before its COMMENT ON POLICY became a `--` comment. */
 const DEAL_DOCUMENTS_BEFORE = "baa371257c89239228c3a9d40f4bf668d03baa2f7b5ecc8a151fe49b343b7360";

@@ -98,8 +98,9 @@ export class TokenVerifier {
     this.issuer = v.SUPABASE_JWT_ISSUER ??
       (v.SUPABASE_URL ? `${v.SUPABASE_URL.replace(/\/+$/, "")}/auth/v1` : undefined);
     const add = (value: string | undefined, caller: Caller, apiKey: boolean) => {
-      // A JWT-shaped key (the legacy anon/service-role keys) verifies by its signature.
-      if (value && !looksLikeJwt(value)) {
+      // A JWT-shaped API key (the legacy anon/service-role keys) verifies by
+      // its signature; the scheduler token is matched whatever its shape.
+      if (value && !(apiKey && looksLikeJwt(value))) {
         this.opaque.push({ bytes: new TextEncoder().encode(value), caller, apiKey });
       }
     };

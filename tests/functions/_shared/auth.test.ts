@@ -194,6 +194,15 @@ sqlTest(
   },
 );
 
+Deno.test("auth: a SCHEDULER_TOKEN shaped like a JWT is still the scheduler's token", async () => {
+  // Any text of 32 characters or more is a valid SCHEDULER_TOKEN; only the
+  // project's API keys of JWT shape are left to signature verification.
+  const token = "scheduler.token-for-tests.0123456789abcdef";
+  const verifier = new TokenVerifier(new Env({ SCHEDULER_TOKEN: token }));
+  assert.deepEqual(await verifier.verify(`Bearer ${token}`), { kind: "scheduler" });
+  await assert.rejects(verifier.verify(null, token), /not an API key of this project/);
+});
+
 sqlTest("auth: a wrong or misplaced key is 401", async () => {
   const hosted = await testRuntime(db, HOSTED);
   const wrong = "sb_secret_secDefault0123456789abcdefgX";
