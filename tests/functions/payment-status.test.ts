@@ -17,7 +17,8 @@ import {
 import { invoke } from "../support/runtime.ts";
 import { createUser, type TestUser } from "../support/sql.ts";
 
-const setup = await dealsSetup();
+// Requests held by the tests must not time out at the SDK meanwhile.
+const setup = await dealsSetup({ PAYPROC_TIMEOUT_MS: "30000" });
 const { db, double, runtime, keys, admin } = setup;
 
 interface SettlementAnswer {
@@ -244,6 +245,43 @@ sqlTest(
       setup.email.sentTo(deal.buyer.email).map((m) => m.subject),
       ["Payment received"],
     );
+  },
+);
+
+sqlTest(
+  "payment-status: a reconcile that read an earlier status first does not keep the webhook's success from recording the charge",
+  async () => {
+    const deal = await createDeal(db.pool, { amount: "1250.00" });
+    const intentId = await startPayment(setup, deal);
+    double.setPaymentIntentStatus(intentId, "processing");
+    // The webhook reads the intent first, but the processor answers it last.
+    const hold = double.holdNext({ method: "GET", path: `/v1/payment_intents/${intentId}` });
+    const webhook = deliver(
+      setup,
+      double.event("payment_intent.succeeded", {
+        ...double.get("payment_intent", intentId)!,
+        status: "succeeded",
+      }),
+    );
+    await hold.reached;
+    const meanwhile = await status(deal.id, deal.buyer);
+    assert.equal(meanwhile.status, 200, JSON.stringify(meanwhile.body));
+    assert.equal(meanwhile.body.status, "pending_payment");
+    assert.equal(meanwhile.body.payment.status, "processing");
+    const intent = double.setPaymentIntentStatus(intentId, "succeeded");
+    hold.release();
+    const delivered = await webhook;
+    assert.equal(delivered.status, 200, JSON.stringify(delivered.body));
+
+    // Funded with the charge the payout and any dispute will name.
+    const state = await dealState(db.pool, deal.id);
+    assert.equal(state.status, "funded");
+    assert.ok(intent.latest_charge);
+    assert.equal(state.payproc_charge_id, intent.latest_charge);
+    const res = await status(deal.id, deal.seller);
+    assert.equal(res.body.status, "funded");
+    assert.equal(res.body.payment.status, "succeeded");
+    assert.equal(paymentEvents(await dealEvents(db.pool, deal.id)).length, 1);
   },
 );
 

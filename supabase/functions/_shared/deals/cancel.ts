@@ -94,12 +94,11 @@ function answer(deal: DealRow, alreadyCancelled: boolean): CancelAnswer {
   };
 }
 
-/** 409 unless the deal still awaits payment. */
+/** 409 unless the deal still awaits payment (a cancelled one is answered before this). */
 function refuseUnlessPending(deal: DealRow): void {
   if (deal.status === "pending_payment") return;
-  const paid = deal.status !== "cancelled";
   throw conflict(`Cannot cancel a deal that is ${deal.status.replace("_", " ")}`, {
-    reason: paid ? "already_paid" : "not_cancellable",
+    reason: "already_paid",
     status: deal.status,
   });
 }

@@ -36,7 +36,10 @@ export const OPEN_DISPUTE: readonly string[] = [
 export type LateDisputeAfter = DisputeFacts["after"];
 
 /** The deal event causes of a late dispute: opened, then won or lost. */
-function causeOf(after: LateDisputeAfter, phase: "opened" | "won" | "lost"): string {
+export function lateDisputeCause(
+  after: LateDisputeAfter,
+  phase: "opened" | "won" | "lost",
+): string {
   return after === "returned_payment"
     ? `dispute_${phase}_on_stray_payment`
     : `dispute_${phase}_after_${after}`;
@@ -68,7 +71,7 @@ export async function recordLateDispute(
 ): Promise<WebhookResult> {
   const detail = detailOf(dispute);
   const record = (phase: "opened" | "won" | "lost") =>
-    recordDealEvent(sql, dealId, causeOf(after, phase), dispute.id, { detail });
+    recordDealEvent(sql, dealId, lateDisputeCause(after, phase), dispute.id, { detail });
   // The opening is recorded (and told) even when the first event seen is the
   // decision: an admin hears of every dispute.
   const opened = await record("opened");

@@ -115,14 +115,19 @@ export async function applyDealPayment(
       deal,
     };
   }
-  const fresh = deal.payment_synced_at === null || read.readAt >= deal.payment_synced_at;
+  // A payment intent never leaves succeeded, so a read that saw it succeed
+  // is news however early it started: a reconcile that started later but
+  // was answered first (still processing) must not keep the deal from
+  // recording the charge its payout and disputes name.
+  const fresh = deal.payment_synced_at === null || read.readAt >= deal.payment_synced_at ||
+    (intent.status === "succeeded" && deal.payment_status !== "succeeded");
   let current = deal;
   if (fresh) {
     current = await sql.one<DealRow>(
       `update public.deals d set
          payproc_payment_intent_id = $2,
          payment_status = $3,
-         payment_synced_at = $4,
+         payment_synced_at = greatest(d.payment_synced_at, $4),
          payproc_charge_id = case when $3 = 'succeeded' then coalesce(d.payproc_charge_id, $5)
                                   else d.payproc_charge_id end
        where d.id = $1

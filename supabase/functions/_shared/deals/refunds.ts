@@ -6,7 +6,8 @@
  * refused; after it was released, only with `reverseTransfer`, which
  * reverses the transfer first (key `reversal:<dealId>`). When a dispute on
  * a completed deal's charge decides where the buyer's money goes (open, or
- * lost), `reverseTransfer` only takes the payout back and no refund is made.
+ * lost), `reverseTransfer` only takes the payout back and no refund is made
+ * (after a lost one the deal is `refunded`: the bank returned the money).
  * `completeRefund` is shared with the webhook's `charge.refunded`.
  *
  * @module
@@ -17,7 +18,7 @@ import type { Context } from "../context.ts";
 import type { Sql } from "../db.ts";
 import { conflict, notFound } from "../errors.ts";
 import { type DealRow, findDeal, recordDealEvent, transitionDeal } from "./deal_rows.ts";
-import { OPEN_DISPUTE } from "./late_disputes.ts";
+import { lateDisputeCause, OPEN_DISPUTE } from "./late_disputes.ts";
 import { queuePaymentNotices } from "./payment_notices.ts";
 import {
   type DealSettlements,
@@ -54,9 +55,8 @@ export async function refundDeal(ctx: Context, request: RefundRequest): Promise<
   if (before.refund?.status === "succeeded") return await settlementAnswer(ctx.db, deal.id);
   if (before.refund?.status !== "pending") {
     refuseUnlessRefundable(deal, before, request);
-    if (deal.status === "completed" && (await disputeDecides(ctx, deal))) {
-      return await reverseForDispute(ctx, deal, before, request.actor);
-    }
+    const dispute = deal.status === "completed" ? await decidingDispute(ctx, deal) : null;
+    if (dispute) return await reverseForDispute(ctx, deal, before, dispute, request.actor);
   }
   const claim = await ctx.db.tx((sql) => claimRefund(sql, request));
   const { row, resumed, current, payout } = claim;
@@ -101,30 +101,33 @@ function refuseUnlessRefundable(
 }
 
 /**
- * Whether a dispute decides where the buyer's money goes: one is open on the
- * deal's charge (and the processor would refuse a refund), or was lost (the
- * bank gave the money back). Asked only for completed deals — a dispute
- * while the money is in escrow makes the deal `disputed` instead.
+ * The dispute that decides where the buyer's money goes, if any: one lost on
+ * the deal's charge (the bank gave the money back), else one open (and the
+ * processor would refuse a refund). Asked only for completed deals — a
+ * dispute while the money is in escrow makes the deal `disputed` instead.
  */
-async function disputeDecides(ctx: Context, deal: DealRow): Promise<boolean> {
-  if (!deal.payproc_charge_id) return false;
+async function decidingDispute(ctx: Context, deal: DealRow): Promise<Stripe.Dispute | null> {
+  if (!deal.payproc_charge_id) return null;
   const payproc = await ctx.payproc();
   const disputes = await payproc.disputes.list({ charge: deal.payproc_charge_id, limit: 10 });
-  return disputes.data.some((d) =>
-    d.status === "lost" || (OPEN_DISPUTE.includes(d.status) && !d.is_charge_refundable)
-  );
+  return disputes.data.find((d) => d.status === "lost") ??
+    disputes.data.find((d) => OPEN_DISPUTE.includes(d.status) && !d.is_charge_refundable) ??
+    null;
 }
 
 /**
  * A completed deal whose charge is disputed: the payout is taken back from
  * the seller (with `reverseTransfer`), and no refund is made — the dispute
- * returns the buyer's money if it is lost. Without a payout left to take
- * back, 409 `disputed`.
+ * returns the buyer's money if it is lost. A dispute already lost makes the
+ * deal `refunded` now, as its webhook does when it comes after the reversal
+ * (`settlement_events.ts`). Without a payout left to take back, 409
+ * `disputed`.
  */
 async function reverseForDispute(
   ctx: Context,
   deal: DealRow,
   { payout }: DealSettlements,
+  dispute: Stripe.Dispute,
   actor: string,
 ): Promise<SettlementAnswer> {
   if (payout?.status !== "succeeded") {
@@ -134,14 +137,38 @@ async function reverseForDispute(
     );
   }
   const reversalId = await reversePayout(ctx, deal, payout);
-  await recordDealEvent(
-    ctx.db,
-    deal.id,
-    "payout_reversed_for_dispute",
-    reversalId ?? payout.payproc_id!,
-    { actor },
+  return await ctx.db.tx(async (sql) => {
+    const current = (await findDeal(sql, deal.id, { lock: true }))!;
+    await recordDealEvent(
+      sql,
+      deal.id,
+      "payout_reversed_for_dispute",
+      reversalId ?? payout.payproc_id!,
+      { actor },
+    );
+    // Lost — as read before the reversal, or as its webhook recorded while
+    // the reversal was being made — and now taken back: the buyer has the
+    // money through the bank, and the seller has it no more.
+    const lost = dispute.status === "lost" ? dispute.id : await lostDisputeOf(sql, deal.id);
+    if (lost && current.status === "completed") {
+      await transitionDeal(sql, deal.id, "refunded", "dispute_lost", {
+        payprocObject: lost,
+        actor,
+      });
+    }
+    return await settlementAnswer(sql, deal.id);
+  });
+}
+
+/** The dispute the webhook recorded as lost after deal `dealId`'s payout, if any. */
+async function lostDisputeOf(sql: Sql, dealId: string): Promise<string | null> {
+  const row = await sql.maybeOne<{ id: string }>(
+    `select payproc_object_id as id from public.deal_events
+     where deal_id = $1 and cause = $2
+     order by id limit 1`,
+    [dealId, lateDisputeCause("payout", "lost")],
   );
-  return await settlementAnswer(ctx.db, deal.id);
+  return row?.id ?? null;
 }
 
 /** A claimed refund: its row, and the deal and payout as the claim saw them under the lock. */

@@ -167,6 +167,73 @@ sqlTest(
   },
 );
 
+sqlTest(
+  "the payout taken back after the dispute was lost refunds the deal too, as in the other order",
+  async () => {
+    const deal = await completedDeal();
+    const dispute = double.disputeCharge(deal.charge);
+    await deliver(setup, double.event("charge.dispute.created", dispute));
+    await deliver(
+      setup,
+      double.event("charge.dispute.closed", double.closeDispute(dispute.id, "lost")),
+    );
+    assert.equal((await dealState(db.pool, deal.id)).status, "completed");
+
+    // What the admins' alert suggests: take the payout back.
+    const refundsBefore = double.requestsTo("POST", "/v1/refunds").length;
+    const reversed = await invoke<SettlementAnswer>(refund, runtime, {
+      token: await keys.userToken(setup.admin),
+      body: { dealId: deal.id, reverseTransfer: true },
+    });
+    assert.equal(reversed.status, 200, JSON.stringify(reversed.body));
+    assert.equal(reversed.body.payout?.status, "reversed");
+    assert.equal(reversed.body.refund, null);
+    assert.equal(double.requestsTo("POST", "/v1/refunds").length, refundsBefore);
+    // The bank gave the buyer the money and the seller has it no more.
+    assert.equal(reversed.body.status, "refunded");
+    assert.equal((await dealState(db.pool, deal.id)).status, "refunded");
+    assert.deepEqual((await dealEvents(db.pool, deal.id)).slice(-2), [
+      "completed→completed:payout_reversed_for_dispute",
+      "completed→refunded:dispute_lost",
+    ]);
+    // The dispute's events delivered again change nothing.
+    await deliver(setup, double.event("charge.dispute.closed", double.get("dispute", dispute.id)!));
+    assert.equal((await dealEvents(db.pool, deal.id)).at(-1), "completed→refunded:dispute_lost");
+  },
+);
+
+sqlTest(
+  "a dispute lost while the payout is being taken back refunds the deal once the reversal is recorded",
+  async () => {
+    const deal = await completedDeal();
+    const dispute = double.disputeCharge(deal.charge);
+    await deliver(setup, double.event("charge.dispute.created", dispute));
+    const hold = double.holdNext({ method: "POST", path: /^\/v1\/transfers\/[^/]+\/reversals$/ });
+    const pending = invoke<SettlementAnswer>(refund, runtime, {
+      token: await keys.userToken(setup.admin),
+      body: { dealId: deal.id, reverseTransfer: true },
+    });
+    await hold.reached;
+    // The bank decides while the reversal is on its way: the payout still
+    // looks paid out, so the webhook only records the loss.
+    await deliver(
+      setup,
+      double.event("charge.dispute.closed", double.closeDispute(dispute.id, "lost")),
+    );
+    assert.equal((await dealState(db.pool, deal.id)).status, "completed");
+    hold.release();
+    const reversed = await pending;
+    assert.equal(reversed.status, 200, JSON.stringify(reversed.body));
+    assert.equal(reversed.body.payout?.status, "reversed");
+    assert.equal(reversed.body.status, "refunded");
+    assert.deepEqual((await dealEvents(db.pool, deal.id)).slice(-3), [
+      "completed→completed:dispute_lost_after_payout",
+      "completed→completed:payout_reversed_for_dispute",
+      "completed→refunded:dispute_lost",
+    ]);
+  },
+);
+
 sqlTest("a dispute after a refund reaches the admins too", async () => {
   const deal = await payableDeal(setup);
   const refunded = await invoke<SettlementAnswer>(refund, runtime, {
