@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
 import handler from "../../supabase/functions/send-auth-email/handler.ts";
+import { Context } from "../../supabase/functions/_shared/context.ts";
 import { escapeHtml } from "../../supabase/functions/_shared/email/html.ts";
+import { claimEmailLog, insertEmailLog } from "../../supabase/functions/_shared/email/log.ts";
+import { runEmailRetry } from "../../supabase/functions/_shared/email/retry.ts";
+import {
+  authEmailMessage,
+  authEmails,
+} from "../../supabase/functions/_shared/email/templates/auth.ts";
 import { TEST_SUPABASE_URL } from "../support/credentials.ts";
 import { sqlTest } from "../support/db.ts";
 import { emailLogs, notificationsSetup } from "../support/notifications.ts";
@@ -150,5 +157,64 @@ sqlTest(
     }
     assert.equal((await emailLogs(db.pool)).length, before);
     assert.equal(double.requests.length, 0);
+  },
+);
+
+sqlTest(
+  "send-auth-email: a sign-in e-mail its request wrote but did not send is dropped by the retry, not sent late",
+  async () => {
+    double.reset();
+    const ctx = new Context(runtime, crypto.randomUUID(), runtime.log);
+    // What a request that died leaves: the row it wrote (its first step) and,
+    // for the second one, its claim of the attempt, but no send.
+    const written = async (claim: boolean) => {
+      const [email] = authEmails(
+        { action: "magiclink", email: address(), tokenHash: `hash-${crypto.randomUUID()}` },
+        ctx.env,
+      );
+      const { row } = await insertEmailLog(
+        ctx.db,
+        authEmailMessage(email!, ctx.env.values.SITE_URL),
+        "pending",
+      );
+      if (claim) assert.ok(await claimEmailLog(ctx.db, row.id));
+      return row;
+    };
+    const bodyKept = async (id: string) =>
+      (await db.pool.query("select 1 from public.email_sign_in_bodies where email_log_id = $1", [
+        id,
+      ])).rowCount === 1;
+    const died = [await written(false), await written(true)];
+    const fresh = await written(false);
+    // The requests that died did so longer ago than a claim lasts; the fresh
+    // one may still be sending it.
+    await db.pool.query(
+      `update public.email_logs
+       set created_at = created_at - interval '1 hour',
+           last_attempt_at = last_attempt_at - interval '1 hour',
+           next_attempt_at = now() - interval '1 second'
+       where id = any($1::uuid[])`,
+      [died.map((row) => row.id)],
+    );
+
+    const run = await runEmailRetry(ctx);
+    assert.ok(!("skipped" in run));
+    assert.equal(run.counts.sign_in_dropped, 2);
+    assert.equal(
+      double.requests.length,
+      0,
+      "a sign-in e-mail is never sent late: its link is dead",
+    );
+    for (const row of died) {
+      const [after] = (await emailLogs(db.pool)).filter((r) => r.id === row.id);
+      assert.equal(after?.send_status, "failed");
+      assert.equal(after?.next_attempt_at, null, "never tried again");
+      assert.match(after?.error_message ?? "", /not sent later/);
+      assert.equal(await bodyKept(row.id), false, "the dead link is not kept");
+    }
+    const [left] = (await emailLogs(db.pool)).filter((r) => r.id === fresh.id);
+    assert.equal(left?.send_status, "pending", "a row its request may still send is left to it");
+    assert.equal(left?.attempts, 0);
+    assert.equal(await bodyKept(fresh.id), true);
   },
 );

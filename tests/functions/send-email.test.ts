@@ -252,7 +252,18 @@ sqlTest("send-email: a known type in camelCase honours the same preference", asy
   double.reset();
   const user = await createUser(db.pool);
   await setPreference(db.pool, user.id, "payments", { email: false, inApp: true });
-  for (const label of ["payoutReleased", "Payout released", "payout-released"]) {
+  for (
+    const label of [
+      "payoutReleased",
+      "Payout released",
+      "payout-released",
+      // Separators doubled, mixed or at an end are one separator, none at the ends.
+      "payout_ released",
+      "payout__released",
+      "_payout_released",
+      "Payout released.",
+    ]
+  ) {
     const res = await send(message({ to: user.email, emailType: label }));
     assert.equal(res.status, 200);
     assert.equal(res.body.status, "suppressed", label);

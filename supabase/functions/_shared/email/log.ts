@@ -205,23 +205,48 @@ export async function claimEmailLog(sql: Sql, id: string): Promise<EmailLogRow |
 }
 
 /**
- * Ids of rows due for an attempt, oldest due first (the retry sub-job's
- * queue); only those of `emailType` when given.
+ * Rows due for an attempt (id and type), oldest due first (the retry
+ * sub-job's queue); only those of `emailType` when given.
  */
-export async function dueEmailLogIds(
+export async function dueEmailLogs(
   sql: Sql,
   limit: number,
   emailType?: string,
-): Promise<string[]> {
-  const rows = await sql.query<{ id: string }>(
-    `select id from public.email_logs
+): Promise<Array<Pick<EmailLogRow, "id" | "email_type">>> {
+  return await sql.query<Pick<EmailLogRow, "id" | "email_type">>(
+    `select id, email_type from public.email_logs
      where send_status in ('pending', 'failed') and next_attempt_at <= now() and attempts < $1
        and ($3::text is null or email_type = $3::text)
      order by next_attempt_at
      limit $2`,
     [MAX_ATTEMPTS, limit, emailType ?? null],
   );
-  return rows.map((row) => row.id);
+}
+
+/**
+ * Gives up pending message `id` that its request wrote but did not finish
+ * sending, once that request is surely over: {@linkcode CLAIM_SECONDS} after
+ * the row was written or its attempt claimed (a request still under way is
+ * left alone). The row becomes `failed` for good with `note`, and a sign-in
+ * e-mail's kept-apart body is dropped. Null when the row is not such a one.
+ * For messages that are never sent late (sign-in e-mails: `retriedLater` in
+ * `send.ts`).
+ */
+export async function dropUnsent(sql: Sql, id: string, note: string): Promise<EmailLogRow | null> {
+  return await sql.maybeOne<EmailLogRow>(
+    `with r as (
+       update public.email_logs
+       set send_status = 'failed', error_message = $2, next_attempt_at = null
+       where id = $1 and send_status = 'pending'
+         and coalesce(last_attempt_at, created_at) <= now() - make_interval(secs => $3)
+       returning ${COLUMNS}
+     ), forgotten as (
+       delete from public.email_sign_in_bodies b using r
+       where b.email_log_id = r.id
+     )
+     select ${COLUMNS} from r`,
+    [id, note, CLAIM_SECONDS],
+  );
 }
 
 /**

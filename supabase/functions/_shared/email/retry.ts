@@ -1,7 +1,8 @@
 /**
  * The e-mail retry sub-job: one more attempt at every message that is due —
  * failed ones whose backoff has passed, and pending ones whose request died
- * before delivering them — under the job guard, so two runs at once do not
+ * before delivering them (a sign-in e-mail's is dropped instead: it is never
+ * sent late) — under the job guard, so two runs at once do not
  * both work (and each row's claim keeps two senders off one message). The
  * daily orchestrator (`run-daily-tasks`) runs it; {@linkcode retryDueEmails}
  * is also callable on its own.
@@ -13,8 +14,8 @@ import { runGuardedJob } from "../jobs/guard.ts";
 import type { JobOutput } from "../jobs/runs.ts";
 import type { JobSkipped } from "../jobs/guard.ts";
 import type { JobTally } from "../jobs/tally.ts";
-import { dueEmailLogIds } from "./log.ts";
-import { deliverEmail } from "./send.ts";
+import { dropUnsent, dueEmailLogs } from "./log.ts";
+import { deliverEmail, retriedLater } from "./send.ts";
 
 /** The job name in `job_runs`. */
 export const EMAIL_RETRY_JOB = "email-retry";
@@ -22,16 +23,36 @@ export const EMAIL_RETRY_JOB = "email-retry";
 /** Messages one run looks at, at most. */
 export const EMAIL_RETRY_BATCH = 500;
 
+/** Why a sign-in e-mail its request did not send is dropped. */
+const SIGN_IN_NOT_SENT_LATER =
+  "Not sent: the request that wrote it ended first, and a sign-in e-mail is not sent later (Auth failed the sign-in; its link is dead)";
+
 /**
  * Attempts every due message once (up to {@linkcode EMAIL_RETRY_BATCH}),
  * counting `sent`, `captured`, `failed` (tried again later) and `gave_up`
  * (no attempts left, or refused for good). A message that fails is not a
  * failure of the run: its row records it and the backoff brings it back.
+ * A sign-in e-mail is sent by its request or not at all (`retriedLater`):
+ * one its request left pending is dropped, once that request is surely
+ * over (`sign_in_dropped`), and never sent late.
  */
 export async function retryDueEmails(ctx: Context, tally: JobTally): Promise<void> {
-  const ids = await dueEmailLogIds(ctx.db, EMAIL_RETRY_BATCH);
-  for (const id of ids) {
+  const due = await dueEmailLogs(ctx.db, EMAIL_RETRY_BATCH);
+  for (const { id, email_type: emailType } of due) {
     tally.scanned++;
+    if (!retriedLater(emailType)) {
+      const dropped = await tally.attempt(
+        `email_logs:${id}`,
+        () => dropUnsent(ctx.db, id, SIGN_IN_NOT_SENT_LATER),
+      );
+      if (dropped) {
+        tally.changed++;
+        tally.count("sign_in_dropped");
+      } else if (dropped === null) {
+        tally.count("not_claimed");
+      }
+      continue;
+    }
     const outcome = await tally.attempt(`email_logs:${id}`, () => deliverEmail(ctx, id));
     if (!outcome) continue;
     if (outcome.status === "sent" || outcome.status === "captured") {

@@ -14,9 +14,12 @@
  * user who has that day's notice or e-mail is skipped.
  *
  * A listing's asking price is in the digest only when the recipient's plan
- * shows it (`can_view_field`, the rule `listing_view_secure` follows); else
- * the digest shows the placeholder of a hidden price. Title and category
- * are shown to everyone who sees the listing.
+ * shows it; else the digest shows the placeholder of a hidden price. The
+ * blur policy is read once per recipient, as `listing_view_secure` reads it
+ * once per query: `listing_viewer()` names the fields their plan hides, which
+ * is what `can_view_field` answers for an approved listing of someone else
+ * (every listing a digest holds), without asking it for each listing. Title
+ * and category are shown to everyone who sees the listing.
  *
  * Users are taken {@linkcode DIGEST_BATCH_USERS} at a time, each batch
  * written in one short transaction (a savepoint per user, so one failing
@@ -88,12 +91,12 @@ async function digestsOf(sql: Sql, userIds: string[], key: string): Promise<Reci
               where e.idempotency_key = $2::text || ':' || u.user_id::text
             ) as sent_today,
             l.id, l.title, l.category, l.currency, l.total,
-            -- Only a price the recipient's plan shows (the blur policy's own rule).
-            case when l.id is not null
-                   and public.can_view_field(l.id, 'asking_price', u.user_id)
+            -- Only a price the recipient's plan shows (see the module doc).
+            case when not ('asking_price' = any (viewer.hidden_fields))
               then l.asking_price::text
             end as asking_price
      from unnest($1::uuid[]) with ordinality as u(user_id, position)
+     cross join lateral public.listing_viewer(u.user_id) viewer
      cross join lateral (
        select greatest(
          (select max(e.created_at) from public.email_logs e

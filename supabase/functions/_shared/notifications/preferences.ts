@@ -47,11 +47,16 @@ export function preferenceOf(emailType: string): NotificationType | null {
   return null;
 }
 
-/** `label` in snake case: words split at case changes, spaces, hyphens and dots. */
+/**
+ * `label` in snake case: words split at case changes and at runs of spaces,
+ * hyphens, dots and underscores, which become one underscore (none at the
+ * ends).
+ */
 function snakeCase(label: string): string {
-  return label.trim()
+  return label
     .replace(/([\p{Ll}\d])(\p{Lu})/gu, "$1_$2")
-    .replace(/[\s.-]+/g, "_")
+    .replace(/[\s._-]+/g, "_")
+    .replace(/^_|_$/g, "")
     .toLowerCase();
 }
 

@@ -20,7 +20,7 @@
  */
 import type { Context } from "../context.ts";
 import { inSavepoint, type Sql } from "../db.ts";
-import { dueEmailLogIds } from "../email/log.ts";
+import { dueEmailLogs } from "../email/log.ts";
 import { deliverEmail } from "../email/send.ts";
 import { welcomeEmail } from "../email/templates/account.ts";
 import { type JobSkipped, runGuardedJob } from "../jobs/guard.ts";
@@ -46,10 +46,12 @@ export const WELCOME_RUN_LIMIT = 500;
 export const WELCOME_MAX_ATTEMPTS = 5;
 
 /**
- * After this long an unfinished run is taken over: longer than an edge
- * function may run, short enough that a run killed mid-way delays the next
- * sign-ups by minutes, not the guard's default quarter of an hour. A takeover
- * that meets a run still alive is harmless: each claims other rows.
+ * After this long an unfinished run is taken over: longer than a hosted edge
+ * function may run on the free plan (150 s of wall clock; paid plans allow
+ * 400 s), short enough that a run killed mid-way delays the next sign-ups by
+ * minutes, not the guard's default quarter of an hour. A takeover that meets
+ * a run still alive is harmless: each claims other rows, and each e-mail's
+ * attempt is claimed by one sender.
  */
 export const WELCOME_STALE_AFTER_MS = 3 * 60_000;
 
@@ -218,7 +220,7 @@ async function writeBatch(
  * claim keeps this from sending a message another request is sending.
  */
 async function retryDueWelcomeEmails(ctx: Context, tally: JobTally): Promise<void> {
-  for (const id of await dueEmailLogIds(ctx.db, WELCOME_RUN_LIMIT, "welcome")) {
+  for (const { id } of await dueEmailLogs(ctx.db, WELCOME_RUN_LIMIT, "welcome")) {
     const outcome = await tally.attempt(`email_logs:${id}`, () => deliverEmail(ctx, id));
     if (!outcome) continue;
     tally.count("emails_retried");

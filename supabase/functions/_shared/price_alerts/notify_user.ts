@@ -14,9 +14,10 @@
  * - events whose alert was switched off or whose listing is no longer on sale
  *   since they matched: `suppressed`, not told;
  * - events whose price the user's plan does not show now (the plan or the
- *   blur policy changed since the match; `can_view_field`, as the matcher
- *   asks it): `suppressed`, not told — a notice never carries a value the
- *   recipient's plan hides.
+ *   blur policy changed since the match; the rule the matcher asks
+ *   `can_view_field`, read here once per claim through `listing_viewer()`):
+ *   `suppressed`, not told — a notice never carries a value the recipient's
+ *   plan hides.
  *
  * The notice's key is the first claimed event's id: the same claim written
  * again (a retried transaction) is the same notice, a later claim a new one.
@@ -38,7 +39,12 @@ interface ClaimedEvent {
   title: string;
   /** The alert is active and the listing approved and not the user's own. */
   live: boolean;
-  /** The user's plan shows the listing's asking price (`can_view_field`). */
+  /**
+   * The user's plan shows the asking price of a live event's listing: the
+   * fields `listing_viewer()` says their plan hides, read once per claim,
+   * are what `can_view_field` answers for an approved listing of someone
+   * else (meaningless for an event that is not live).
+   */
   price_visible: boolean;
   /** Null for a saved search. */
   target_price: string | null;
@@ -66,11 +72,12 @@ async function claimEvents(sql: Sql, userId: string): Promise<ClaimedEvent[]> {
   return await sql.query<ClaimedEvent>(
     `select e.id, e.channel, e.listing_id, e.price::text as price, e.currency, l.title,
             a.active and l.review_status = 'approved' and l.seller_id <> e.user_id as live,
-            public.can_view_field(e.listing_id, 'asking_price', e.user_id) as price_visible,
+            not ('asking_price' = any (viewer.hidden_fields)) as price_visible,
             a.target_price::text as target_price, a.category, a.max_price::text as max_price
      from public.price_alert_events e
      join public.price_alerts a on a.id = e.alert_id
      join public.listings l on l.id = e.listing_id
+     cross join public.listing_viewer($1) viewer
      where e.user_id = $1 and e.status = 'pending' and e.email_log_id is null
      order by e.created_at, e.price, e.id
      for update of e skip locked`,
