@@ -37,7 +37,7 @@ import { EXPLORE_PAGE_SIZE } from "../shared/explore.ts";
 import { freePort, startPostgres } from "../local/postgres.ts";
 import { migrate } from "../local/migrate.ts";
 
-/** The explore page size (interface §8). */
+/** The explore page size (`docs/listings.md#explore-pages`). */
 const PAGE_SIZE = EXPLORE_PAGE_SIZE;
 /** The deep page read by offset and by keyset: page 101. */
 const DEEP_OFFSET = 100 * PAGE_SIZE;

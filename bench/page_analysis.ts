@@ -15,7 +15,7 @@
  * @module
  */
 import { extractPage } from "../supabase/functions/_shared/analysis/extract.ts";
-import { fetchPage } from "../supabase/functions/_shared/web/page_fetch.ts";
+import { fetchPage } from "../supabase/functions/_shared/platform/web/page_fetch.ts";
 
 const ROUNDS = 40;
 

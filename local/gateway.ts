@@ -14,10 +14,10 @@
  *
  * @module
  */
-import type { EdgeFunction } from "../supabase/functions/_shared/function.ts";
-import type { Runtime } from "../supabase/functions/_shared/runtime.ts";
-import { HttpError } from "../supabase/functions/_shared/errors.ts";
-import { type HeaderPairs, requestIdOf } from "../supabase/functions/_shared/headers.ts";
+import type { EdgeFunction } from "../supabase/functions/_shared/platform/function.ts";
+import type { Runtime } from "../supabase/functions/_shared/platform/runtime.ts";
+import { HttpError } from "../supabase/functions/_shared/platform/errors.ts";
+import { type HeaderPairs, requestIdOf } from "../supabase/functions/_shared/platform/headers.ts";
 import { createMailViewer, isMailViewerPath } from "./mail_viewer.ts";
 import { STORAGE_PREFIX } from "./storage/api.ts";
 

@@ -22,12 +22,12 @@
  * @module
  */
 import { EMAIL_SEND_STATUSES, type EmailSendStatus } from "../shared/notifications.ts";
-import type { Sql } from "../supabase/functions/_shared/db.ts";
+import type { Sql } from "../supabase/functions/_shared/platform/db.ts";
 import { html, join, type SafeHtml } from "../supabase/functions/_shared/email/html.ts";
-import { HttpError } from "../supabase/functions/_shared/errors.ts";
-import { type HeaderPairs, requestIdOf } from "../supabase/functions/_shared/headers.ts";
-import { describeError } from "../supabase/functions/_shared/log.ts";
-import type { Runtime } from "../supabase/functions/_shared/runtime.ts";
+import { HttpError } from "../supabase/functions/_shared/platform/errors.ts";
+import { type HeaderPairs, requestIdOf } from "../supabase/functions/_shared/platform/headers.ts";
+import { describeError } from "../supabase/functions/_shared/platform/log.ts";
+import type { Runtime } from "../supabase/functions/_shared/platform/runtime.ts";
 
 /** Where the viewer is served. */
 export const MAIL_VIEWER_PATH = "/_local/mail";

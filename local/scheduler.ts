@@ -7,7 +7,7 @@
  */
 import { Cron } from "croner";
 import pg from "pg";
-import type { Logger } from "../supabase/functions/_shared/log.ts";
+import type { Logger } from "../supabase/functions/_shared/platform/log.ts";
 
 /** Options for {@linkcode startScheduler}. */
 export interface SchedulerOptions {

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { Runtime } from "../supabase/functions/_shared/runtime.ts";
+import { Runtime } from "../supabase/functions/_shared/platform/runtime.ts";
 import { readVerifyJwt } from "./config_toml.ts";
 import { loadFunctions } from "./functions.ts";
 import { createGateway } from "./gateway.ts";

@@ -1,5 +1,5 @@
 /**
- * zod schemas of the AI project analysis (interface §1 "AI analysis"): what
+ * zod schemas of the AI project analysis (`docs/analysis.md`): what
  * `analyze-project` takes, the fields the model fills in (also the JSON
  * schema of the tool the model is asked to call), and the answer.
  *

@@ -1,5 +1,5 @@
 /**
- * zod schemas of the deal functions (interface §4.2 "Deals and payments"):
+ * zod schemas of the deal functions (`docs/deals.md`):
  * the deal's states, and the requests and answers of payment, payout and
  * refund. Amounts are decimal strings in major units of `currency`
  * (`"1250.00"` USD, `"5000.00"` JPY), as stored.

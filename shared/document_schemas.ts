@@ -1,31 +1,20 @@
 /**
- * zod schemas of the document functions (interface §1 "Documents"): signed
+ * zod schemas of the document functions (`docs/documents.md`): signed
  * uploads of deal files, the generated asset purchase agreement, and the
  * handover checklist's vocabulary the frontend renders.
  *
  * @module
  */
 import { z } from "zod";
+import { MAX_UPLOAD_BYTES, UPLOAD_CONTENT_TYPES } from "./documents.ts";
 import { DealId } from "./schemas.ts";
 
-/** The bucket every deal file lives in (private; `<dealId>/…`). */
-export const DEAL_DOCUMENTS_BUCKET = "deal-documents";
-
-/** The largest file a participant may upload: 25 MiB (the bucket's limit too). */
-export const MAX_UPLOAD_BYTES = 25 * 1024 * 1024;
-
-/**
- * The file types a participant may upload: PDF, PNG, JPEG, ZIP (as most
- * browsers and as Windows name it) and plain text. The bucket allows the same.
- */
-export const UPLOAD_CONTENT_TYPES = [
-  "application/pdf",
-  "image/png",
-  "image/jpeg",
-  "application/zip",
-  "application/x-zip-compressed",
-  "text/plain",
-] as const;
+export {
+  APA_URL_SECONDS,
+  DEAL_DOCUMENTS_BUCKET,
+  MAX_UPLOAD_BYTES,
+  UPLOAD_CONTENT_TYPES,
+} from "./documents.ts";
 
 /** What an uploaded file is; `apa` (the generated agreement) is the server's own kind. */
 export const UploadKind = z.enum([
@@ -79,9 +68,6 @@ export const GenerateApaOutput = z.object({
   /** Whether this call made a new version (false: the content had not changed). */
   created: z.boolean(),
 });
-
-/** How long the agreement's download URL is valid (seconds). */
-export const APA_URL_SECONDS = 600;
 
 /** A handover step's state: pending → delivered → confirmed, delivered ⇄ disputed. */
 export const HandoverStepStatus = z.enum(["pending", "delivered", "disputed", "confirmed"]);

@@ -1,6 +1,6 @@
 /**
  * zod schemas of the notification and e-mail functions' requests and
- * answers (interface §4.2 names send-email's request; the rest are ours).
+ * answers (`docs/email-and-notifications.md`).
  *
  * @module
  */

@@ -1,5 +1,5 @@
 /**
- * zod schemas of every documented request and response body (interface §4.2),
+ * zod schemas of every documented request and response body (`docs/functions.md`),
  * and of the error body every function answers failures with.
  *
  * @module
@@ -53,6 +53,8 @@ export const KycSummary = z.object({
   disabled_reason: z.string(),
   payouts_enabled: z.boolean(),
 });
+/** A KYC summary (the server builds it from the processor's account). */
+export type KycSummary = z.output<typeof KycSummary>;
 /** `refresh-kyc-status` response. */
 export const RefreshKycStatusOutput = z.object({ summary: KycSummary });
 

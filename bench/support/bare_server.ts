@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { securityHeaders } from "../../supabase/functions/_shared/headers.ts";
+import { securityHeaders } from "../../supabase/functions/_shared/platform/headers.ts";
 
 const body = JSON.stringify({ headers: securityHeaders() });
 const port = Number(Deno.args[0]);

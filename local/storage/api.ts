@@ -20,9 +20,9 @@
  *
  * @module
  */
-import type { TokenVerifier } from "../../supabase/functions/_shared/auth.ts";
-import type { Db } from "../../supabase/functions/_shared/db.ts";
-import { describeError, type Logger } from "../../supabase/functions/_shared/log.ts";
+import type { TokenVerifier } from "../../supabase/functions/_shared/platform/tokens.ts";
+import type { Db } from "../../supabase/functions/_shared/platform/db.ts";
+import { describeError, type Logger } from "../../supabase/functions/_shared/platform/log.ts";
 import { internalError, routeNotFound, StorageApiFailure } from "./errors.ts";
 import { FileStore } from "./files.ts";
 import { splitObjectPath } from "./names.ts";

@@ -7,8 +7,8 @@
  *
  * @module
  */
-import type { TokenVerifier } from "../../supabase/functions/_shared/auth.ts";
-import { HttpError } from "../../supabase/functions/_shared/errors.ts";
+import type { TokenVerifier } from "../../supabase/functions/_shared/platform/tokens.ts";
+import { HttpError } from "../../supabase/functions/_shared/platform/errors.ts";
 import { accessDenied, invalidRequest } from "./errors.ts";
 import type { StorageCaller } from "./objects.ts";
 

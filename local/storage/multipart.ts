@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { readAtMost } from "../../supabase/functions/_shared/bytes.ts";
+import { readAtMost } from "../../supabase/functions/_shared/lib/bytes.ts";
 import { entityTooLarge, noContentProvided } from "./errors.ts";
 
 /** One part of a multipart body. */

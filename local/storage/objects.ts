@@ -6,9 +6,9 @@
  *
  * @module
  */
-import type { Caller } from "../../supabase/functions/_shared/caller.ts";
-import type { Db, Sql, SqlParam } from "../../supabase/functions/_shared/db.ts";
-import { HttpError } from "../../supabase/functions/_shared/errors.ts";
+import type { Caller } from "../../supabase/functions/_shared/platform/caller.ts";
+import type { Db, Sql, SqlParam } from "../../supabase/functions/_shared/platform/db.ts";
+import { HttpError } from "../../supabase/functions/_shared/platform/errors.ts";
 import {
   accessDenied,
   keyAlreadyExists,

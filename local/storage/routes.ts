@@ -5,8 +5,8 @@
  *
  * @module
  */
-import type { TokenVerifier } from "../../supabase/functions/_shared/auth.ts";
-import type { Db } from "../../supabase/functions/_shared/db.ts";
+import type { TokenVerifier } from "../../supabase/functions/_shared/platform/tokens.ts";
+import type { Db } from "../../supabase/functions/_shared/platform/db.ts";
 import { optionalCaller, ownerOf, requireCaller } from "./caller.ts";
 import { parseXMetadata } from "./body.ts";
 import { renderObject } from "./download.ts";

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { Db } from "../../supabase/functions/_shared/db.ts";
+import type { Db } from "../../supabase/functions/_shared/platform/db.ts";
 import { readUploadBody } from "./body.ts";
 import type { FileStore } from "./files.ts";
 import {

@@ -39,7 +39,7 @@ Deno.test({
       assert.equal(missing.error.context.status, 404);
       assert.equal((await missing.error.context.json()).error.code, "function_not_found");
 
-      // Locally (LOCAL_DEV=true) the anon key starts utilities, as interface §5.2 says...
+      // Locally (LOCAL_DEV=true) the anon key starts utilities, as `docs/functions.md#credentials` says...
       const utility = await anon.functions.invoke("test-env", { body: {} });
       assert.equal(utility.error, null);
       assert.equal(utility.data.database.ok, true);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import handler from "../../supabase/functions/analyze-project/handler.ts";
-import type { Runtime } from "../../supabase/functions/_shared/runtime.ts";
+import type { Runtime } from "../../supabase/functions/_shared/platform/runtime.ts";
 import { ANALYSIS_TOOL_NAME } from "../../supabase/functions/_shared/analysis/prompt.ts";
 import type { AiMessageRequest, AiResponder } from "../support/ai_double.ts";
 import {

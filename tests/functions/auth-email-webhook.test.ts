@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { Webhook } from "standardwebhooks";
 import handler from "../../supabase/functions/auth-email-webhook/handler.ts";
 import { escapeHtml } from "../../supabase/functions/_shared/email/html.ts";
-import type { Runtime } from "../../supabase/functions/_shared/runtime.ts";
+import type { Runtime } from "../../supabase/functions/_shared/platform/runtime.ts";
 import { TEST_SUPABASE_URL } from "../support/credentials.ts";
 import { sqlTest } from "../support/db.ts";
 import { emailEnv, emailLogs, notificationsSetup } from "../support/notifications.ts";

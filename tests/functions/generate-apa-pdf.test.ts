@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import handler from "../../supabase/functions/generate-apa-pdf/handler.ts";
-import { sha256Hex } from "../../supabase/functions/_shared/hex.ts";
+import { sha256Hex } from "../../supabase/functions/_shared/lib/hex.ts";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
 import { testCredentials } from "../support/credentials.ts";
 import { createDeal, moveDeal, type TestDeal } from "../support/deals.ts";

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import type { z } from "zod";
 import type { RunDailyTasksOutput } from "../../shared/scheduled_schemas.ts";
 import handler from "../../supabase/functions/run-daily-tasks/handler.ts";
-import { utcDay } from "../../supabase/functions/_shared/daily/run.ts";
+import { utcDay } from "../../supabase/functions/_shared/daily/daily_tasks.ts";
 import { createListing } from "../db/core_fixtures.ts";
 import { sqlTest } from "../support/db.ts";
 import { emailEnv, notificationsSetup } from "../support/notifications.ts";
@@ -309,7 +309,7 @@ sqlTest(
         body: { slot: "failing" },
       });
       assert.equal(answer.status, 500, JSON.stringify(answer.body));
-      // Logged as an error: the alert trigger of interface §7.2.
+      // Logged as an error: the alert trigger `docs/schedulers.md#the-daily-orchestrator` describes.
       const logged = errorLines.find((line) => line.msg === "daily sub-job failed");
       assert.equal(logged?.level, "error");
       assert.equal(logged?.job, "offer-expiry");

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import handler from "../../supabase/functions/run-price-alerts/handler.ts";
-import { Context } from "../../supabase/functions/_shared/context.ts";
+import { Context } from "../../supabase/functions/_shared/platform/context.ts";
 import { runEmailRetry } from "../../supabase/functions/_shared/email/retry.ts";
 import { PRICE_ALERT_USERS_PER_RUN } from "../../supabase/functions/_shared/price_alerts/deliver.ts";
-import { PRICE_ALERTS_JOB } from "../../supabase/functions/_shared/price_alerts/run.ts";
+import { PRICE_ALERTS_JOB } from "../../supabase/functions/_shared/price_alerts/scan.ts";
 import { createListing, setSubscription, type TestListing } from "../db/core_fixtures.ts";
 import { sqlTest } from "../support/db.ts";
 import { assertOneRanOneSkipped, type JobAnswerBody } from "../support/jobs.ts";

@@ -1,8 +1,11 @@
 import assert from "node:assert/strict";
 import handler from "../../supabase/functions/send-auth-email/handler.ts";
-import { Context } from "../../supabase/functions/_shared/context.ts";
+import { Context } from "../../supabase/functions/_shared/platform/context.ts";
 import { escapeHtml } from "../../supabase/functions/_shared/email/html.ts";
-import { claimEmailLog, insertEmailLog } from "../../supabase/functions/_shared/email/log.ts";
+import {
+  claimEmailLog,
+  insertEmailLog,
+} from "../../supabase/functions/_shared/email/email_logs.ts";
 import { runEmailRetry } from "../../supabase/functions/_shared/email/retry.ts";
 import {
   authEmailMessage,

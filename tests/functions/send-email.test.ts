@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import handler from "../../supabase/functions/send-email/handler.ts";
-import { Context } from "../../supabase/functions/_shared/context.ts";
+import { Context } from "../../supabase/functions/_shared/platform/context.ts";
 import { runEmailRetry } from "../../supabase/functions/_shared/email/retry.ts";
-import type { Runtime } from "../../supabase/functions/_shared/runtime.ts";
+import type { Runtime } from "../../supabase/functions/_shared/platform/runtime.ts";
 import { sqlTest } from "../support/db.ts";
 import {
   emailLogs,

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import handler from "../../supabase/functions/send-listing-notifications/handler.ts";
 import { HIDDEN_PRICE } from "../../supabase/functions/_shared/email/templates/listings_digest.ts";
-import { formatMoney } from "../../supabase/functions/_shared/format.ts";
+import { formatMoney } from "../../supabase/functions/_shared/lib/format.ts";
 import { createListing, setSubscription } from "../db/core_fixtures.ts";
 import { sqlTest } from "../support/db.ts";
 import { assertOneRanOneSkipped, type JobAnswerBody } from "../support/jobs.ts";

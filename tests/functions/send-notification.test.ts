@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import handler from "../../supabase/functions/send-notification/handler.ts";
-import type { Runtime } from "../../supabase/functions/_shared/runtime.ts";
+import type { Runtime } from "../../supabase/functions/_shared/platform/runtime.ts";
 import { sqlTest } from "../support/db.ts";
 import {
   emailLogs,

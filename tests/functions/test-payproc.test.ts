@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { z } from "zod";
 import handler from "../../supabase/functions/test-payproc/handler.ts";
-import type { Runtime } from "../../supabase/functions/_shared/runtime.ts";
+import type { Runtime } from "../../supabase/functions/_shared/platform/runtime.ts";
 import type { TestPayprocOutput } from "../../shared/schemas.ts";
 import {
   type BillingSetup,

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import handler from "../../supabase/functions/update-views-count/handler.ts";
-import { Context } from "../../supabase/functions/_shared/context.ts";
+import { Context } from "../../supabase/functions/_shared/platform/context.ts";
 import { runViewFold, VIEW_FOLD_JOB } from "../../supabase/functions/_shared/views/fold.ts";
 import { createListing } from "../db/core_fixtures.ts";
 import { testCredentials } from "../support/credentials.ts";

@@ -10,9 +10,9 @@ import {
   SUPABASE_ENV_PATH,
 } from "../../local/supabase_env.ts";
 import type { Access } from "../../shared/access.ts";
-import { FUNCTIONS } from "../../shared/functions.ts";
+import { type FunctionName, FUNCTIONS } from "../../shared/functions.ts";
 import { verifyAuthHook } from "../../supabase/functions/_shared/email/auth_hook.ts";
-import { Env } from "../../supabase/functions/_shared/env.ts";
+import { Env } from "../../supabase/functions/_shared/platform/env.ts";
 
 Deno.test("readVerifyJwt() reads [functions.<name>] blocks and ignores the rest", () => {
   const flags = readVerifyJwt(`
@@ -56,7 +56,7 @@ Deno.test("config.toml has a block for every function, verify_jwt = true only wh
     const { access, scheduler } = fn.definition;
     const userJwtOnly = USER_JWT_ONLY.includes(access) && scheduler !== true;
     assert.equal(flags.get(name), userJwtOnly, `verify_jwt of ${name} (${access})`);
-    assert.equal(FUNCTIONS[fn.definition.name].access, access);
+    assert.equal(FUNCTIONS[fn.definition.name as FunctionName].access, access);
   }
   for (const name of flags.keys()) {
     assert.ok(functions.has(name), `config.toml names unknown ${name}`);
@@ -237,7 +237,11 @@ Deno.test("supabase/.env is committed with plain lines and a clearly local hook 
     "webhook-timestamp": String(Math.floor(now.getTime() / 1000)),
     "webhook-signature": signature,
   });
-  const verified = verifyAuthHook(new Env({ SEND_EMAIL_HOOK_SECRET: secret }), headers, body);
+  const verified = await verifyAuthHook(
+    new Env({ SEND_EMAIL_HOOK_SECRET: secret }),
+    headers,
+    body,
+  );
   assert.equal(verified.webhookId, id);
   // Committed, and the places for real values are ignored by git.
   const ignored = async (path: string) =>

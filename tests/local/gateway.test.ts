@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createGateway } from "../../local/gateway.ts";
-import { createFunction } from "../../supabase/functions/_shared/function.ts";
-import type { Runtime } from "../../supabase/functions/_shared/runtime.ts";
+import { createFunction } from "../../supabase/functions/_shared/platform/function.ts";
+import type { Runtime } from "../../supabase/functions/_shared/platform/runtime.ts";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
 import { testCredentials } from "../support/credentials.ts";
 import { testRuntime } from "../support/runtime.ts";

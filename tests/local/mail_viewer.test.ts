@@ -10,8 +10,8 @@ import {
 import handler from "../../supabase/functions/send-email/handler.ts";
 import sendAuthEmail from "../../supabase/functions/send-auth-email/handler.ts";
 import { escapeHtml } from "../../supabase/functions/_shared/email/html.ts";
-import { LOCAL_EMAIL_FROM } from "../../supabase/functions/_shared/email/provider.ts";
-import type { Runtime } from "../../supabase/functions/_shared/runtime.ts";
+import { LOCAL_EMAIL_FROM } from "../../supabase/functions/_shared/platform/mailer.ts";
+import type { Runtime } from "../../supabase/functions/_shared/platform/runtime.ts";
 import { testCredentials } from "../support/credentials.ts";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
 import { invoke, testRuntime } from "../support/runtime.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { startScheduler } from "../../local/scheduler.ts";
 import { FUNCTION_NAMES, type FunctionName, FUNCTIONS } from "../../shared/functions.ts";
-import { Logger } from "../../supabase/functions/_shared/log.ts";
+import { Logger } from "../../supabase/functions/_shared/platform/log.ts";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
 
 const db = await createTestDatabase();

@@ -9,8 +9,11 @@
  * @module
  */
 import type { ProjectAnalysisFields } from "../../shared/analysis_schemas.ts";
-import type { Runtime, RuntimeOptions } from "../../supabase/functions/_shared/runtime.ts";
-import type { Connection, ConnectTarget } from "../../supabase/functions/_shared/web/http1.ts";
+import type { Runtime, RuntimeOptions } from "../../supabase/functions/_shared/platform/runtime.ts";
+import type {
+  Connection,
+  ConnectTarget,
+} from "../../supabase/functions/_shared/platform/web/http1.ts";
 import { AiDouble, TEST_AI_KEY } from "./ai_double.ts";
 import { type TestCredentials, testCredentials } from "./credentials.ts";
 import { createTestDatabase, type TestDatabase } from "./db.ts";

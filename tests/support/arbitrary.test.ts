@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import type { z } from "zod";
 import { FUNCTION_NAMES, FUNCTIONS } from "../../shared/functions.ts";
-import { unstorableParts } from "../../supabase/functions/_shared/body.ts";
-import { AuthHookPayload } from "../../supabase/functions/_shared/email/auth_hook.ts";
+import { unstorableParts } from "../../supabase/functions/_shared/platform/body.ts";
+import { AuthHookPayload } from "../../supabase/functions/_shared/email/auth_hook_payload.ts";
 import {
   insertRefused,
   malformedBodies,

@@ -7,7 +7,7 @@
  */
 import type pg from "pg";
 import webhook from "../../supabase/functions/payproc-webhook/handler.ts";
-import type { Runtime } from "../../supabase/functions/_shared/runtime.ts";
+import type { Runtime } from "../../supabase/functions/_shared/platform/runtime.ts";
 import { type TestCredentials, testCredentials } from "./credentials.ts";
 import { createTestDatabase, type TestDatabase } from "./db.ts";
 import { type Invocation, invoke, testRuntime } from "./runtime.ts";

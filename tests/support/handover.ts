@@ -6,7 +6,7 @@
  * @module
  */
 import type pg from "pg";
-import { randomHex } from "../../supabase/functions/_shared/hex.ts";
+import { randomHex } from "../../supabase/functions/_shared/lib/hex.ts";
 import type { TestDeal } from "./deals.ts";
 import { queryAs, type TestUser } from "./sql.ts";
 

@@ -7,7 +7,7 @@
  * @module
  */
 import type pg from "pg";
-import type { Runtime } from "../../supabase/functions/_shared/runtime.ts";
+import type { Runtime } from "../../supabase/functions/_shared/platform/runtime.ts";
 import { type TestCredentials, testCredentials } from "./credentials.ts";
 import { createTestDatabase, type TestDatabase } from "./db.ts";
 import { EmailDouble, TEST_EMAIL_KEY } from "./email_double.ts";

@@ -4,10 +4,10 @@
  *
  * @module
  */
-import { Runtime, type RuntimeOptions } from "../../supabase/functions/_shared/runtime.ts";
-import type { EdgeFunction } from "../../supabase/functions/_shared/function.ts";
+import { Runtime, type RuntimeOptions } from "../../supabase/functions/_shared/platform/runtime.ts";
+import type { EdgeFunction } from "../../supabase/functions/_shared/platform/function.ts";
 import type { TestDatabase } from "./db.ts";
-import { ErrorBody } from "../../shared/schemas.ts";
+import * as Contract from "../../shared/mod.ts";
 import { TEST_JWT_SECRET, TEST_SUPABASE_URL, testCredentials } from "./credentials.ts";
 
 /**
@@ -87,7 +87,9 @@ export async function invoke<T = Record<string, unknown>>(
 /** Throws when an answer breaks the contract (see {@linkcode invoke}). */
 export function checkContract(fn: EdgeFunction, status: number, body: unknown): void {
   if (status === 204 || body === null) return;
-  const schema = status === 200 ? fn.definition.output : ErrorBody;
+  // A declared function names its answer's schema; probe functions name none.
+  const output = fn.definition.output;
+  const schema = status === 200 ? (output ? Contract[output] : undefined) : Contract.ErrorBody;
   if (!schema) return;
   const parsed = schema.safeParse(body);
   if (!parsed.success) {

@@ -11,9 +11,16 @@
  * @module
  */
 import { analyzeProject } from "../_shared/analysis/analyze.ts";
-import { defineFunction } from "../_shared/function.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
 
-export default defineFunction("analyze-project", {
+export default defineFunction({
+  name: "analyze-project",
+  access: "user",
+  group: "analysis",
+  summary: "AI analysis of a project from its URL",
+  input: () =>
+    import("../../../shared/analysis_schemas.ts").then((schemas) => schemas.AnalyzeProjectInput),
+  output: "AnalyzeProjectOutput",
   // A burst limit on every call, cached or not; uncached analyses also count
   // against the hourly ANALYZE_RATE_PER_HOUR (taken in analyzeProject).
   rateLimit: { limit: 30, windowSeconds: 60 },

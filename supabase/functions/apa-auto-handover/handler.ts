@@ -12,10 +12,15 @@
  *
  * @module
  */
-import { defineFunction } from "../_shared/function.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
 import { runApaAutoHandover } from "../_shared/handover/job.ts";
 
-export default defineFunction("apa-auto-handover", {
+export default defineFunction({
+  name: "apa-auto-handover",
+  access: "scheduled",
+  group: "documents",
+  summary: "Automates asset handover steps",
+  output: "JobAnswer",
   handle({ ctx }) {
     return runApaAutoHandover(ctx);
   },

@@ -25,12 +25,17 @@ import {
 } from "../_shared/email/auth_hook.ts";
 import { sendEmail } from "../_shared/email/send.ts";
 import { authEmailMessage, authEmails } from "../_shared/email/templates/auth.ts";
-import { defineFunction } from "../_shared/function.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
 
-export default defineFunction("auth-email-webhook", {
+export default defineFunction({
+  name: "auth-email-webhook",
+  access: "webhook",
+  group: "notifications",
+  summary: "Supabase Auth Send Email Hook",
+  output: "AuthEmailWebhookOutput",
   errorBody: hookErrorBody,
   async handle({ ctx, request, rawBody }) {
-    const { webhookId, payload } = verifyAuthHook(ctx.env, request.headers, rawBody);
+    const { webhookId, payload } = await verifyAuthHook(ctx.env, request.headers, rawBody);
     const emails = authEmails(hookEmailRequest(payload), ctx.env);
     for (const [index, email] of emails.entries()) {
       const key = `auth-hook:${webhookId}:${index}`;

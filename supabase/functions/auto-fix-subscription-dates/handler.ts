@@ -10,11 +10,20 @@
 import { fixPeriod, type PeriodFix } from "../_shared/billing/period_fix.ts";
 import { forEachSubscriptionPage } from "../_shared/billing/subscription_pages.ts";
 import { readSubscription } from "../_shared/billing/subscription_sync.ts";
-import { defineFunction } from "../_shared/function.ts";
-import { runGuardedJob } from "../_shared/jobs/guard.ts";
-import { ourPlans } from "../_shared/plan_prices.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
+import { runGuardedJob } from "../_shared/platform/jobs/guard.ts";
+import { ourPlans } from "../_shared/billing/plan_prices.ts";
 
-export default defineFunction("auto-fix-subscription-dates", {
+export default defineFunction({
+  name: "auto-fix-subscription-dates",
+  access: "scheduled",
+  group: "billing",
+  summary: "Corrects subscription dates of all rows",
+  input: () =>
+    import("../../../shared/billing_schemas.ts").then((schemas) =>
+      schemas.AutoFixSubscriptionDatesInput
+    ),
+  output: "JobAnswer",
   handle({ input, ctx }) {
     const dryRun = input.dryRun;
     return runGuardedJob(ctx, "auto-fix-subscription-dates", { dryRun }, async (tally) => {

@@ -17,10 +17,16 @@ import {
 } from "../_shared/billing/subscription_state.ts";
 import { syncSubscription } from "../_shared/billing/subscription_sync.ts";
 import { findUser } from "../_shared/billing/users.ts";
-import { defineFunction } from "../_shared/function.ts";
-import { ourPlans } from "../_shared/plan_prices.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
+import { ourPlans } from "../_shared/billing/plan_prices.ts";
+import { payprocFor } from "../_shared/platform/payproc.ts";
 
-export default defineFunction("check-subscription", {
+export default defineFunction({
+  name: "check-subscription",
+  access: "user",
+  group: "billing",
+  summary: "Verifies and syncs the caller's subscription",
+  output: "CheckSubscriptionOutput",
   // Several processor calls per request: a client polling in a loop is slowed, not served.
   rateLimit: { limit: 10, windowSeconds: 60 },
   async handle({ caller, ctx }) {
@@ -29,7 +35,7 @@ export default defineFunction("check-subscription", {
     const found = await findCustomer(ctx, user);
     if (found) {
       if (found.via !== "stored") await linkCustomer(ctx.db, user.id, found.customer.id);
-      const payproc = await ctx.payproc();
+      const payproc = await payprocFor(ctx);
       const readAt = new Date();
       const listed = await payproc.subscriptions.list({
         customer: found.customer.id,

@@ -10,9 +10,18 @@
  * @module
  */
 import { cleanupDuplicates } from "../_shared/duplicates/cleanup.ts";
-import { defineFunction } from "../_shared/function.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
 
-export default defineFunction("cleanup-duplicates", {
+export default defineFunction({
+  name: "cleanup-duplicates",
+  access: "admin",
+  group: "schedulers",
+  summary: "Finds duplicate listings and price alerts; archives or deactivates all but the oldest",
+  input: () =>
+    import("../../../shared/scheduled_schemas.ts").then((schemas) =>
+      schemas.CleanupDuplicatesInput
+    ),
+  output: "CleanupDuplicatesOutput",
   handle({ input, caller, ctx }) {
     return cleanupDuplicates(ctx, input, { by: caller.id });
   },

@@ -10,10 +10,16 @@
  * @module
  */
 import { requirePayoutAccount } from "../_shared/connect/payout_account.ts";
-import { conflict } from "../_shared/errors.ts";
-import { defineFunction } from "../_shared/function.ts";
+import { conflict } from "../_shared/platform/errors.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
+import { payprocFor } from "../_shared/platform/payproc.ts";
 
-export default defineFunction("connect-dashboard-link", {
+export default defineFunction({
+  name: "connect-dashboard-link",
+  access: "seller",
+  group: "connect",
+  summary: "Payout account dashboard link",
+  output: "ConnectLinkOutput",
   // Each call re-reads the account and creates a login link at the processor.
   rateLimit: { limit: 10, windowSeconds: 60 },
   async handle({ caller, ctx }) {
@@ -24,7 +30,7 @@ export default defineFunction("connect-dashboard-link", {
         { next: "connect-onboarding-link", accountId: account.accountId },
       );
     }
-    const payproc = await ctx.payproc();
+    const payproc = await payprocFor(ctx);
     const link = await payproc.accounts.createLoginLink(account.accountId);
     return { url: link.url };
   },

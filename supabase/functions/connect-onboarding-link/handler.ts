@@ -14,9 +14,16 @@
 import { siteUrl } from "../_shared/billing/redirects.ts";
 import { findUser } from "../_shared/billing/users.ts";
 import { ensurePayoutAccount } from "../_shared/connect/payout_account.ts";
-import { defineFunction } from "../_shared/function.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
+import { payprocFor } from "../_shared/platform/payproc.ts";
 
-export default defineFunction("connect-onboarding-link", {
+export default defineFunction({
+  name: "connect-onboarding-link",
+  // Any signed-in user: starting onboarding is how one becomes a seller.
+  access: "user",
+  group: "connect",
+  summary: "Payout account onboarding link",
+  output: "ConnectLinkOutput",
   // Each call creates an account link at the processor (and, once, the account).
   rateLimit: { limit: 10, windowSeconds: 60 },
   async handle({ caller, ctx }) {
@@ -28,7 +35,7 @@ export default defineFunction("connect-onboarding-link", {
       id: caller.id,
       email: user?.email ?? caller.email,
     });
-    const payproc = await ctx.payproc();
+    const payproc = await payprocFor(ctx);
     const link = await payproc.accountLinks.create({
       account: account.accountId,
       type: "account_onboarding",

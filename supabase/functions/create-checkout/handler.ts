@@ -32,15 +32,22 @@ import { type SubscriptionRow, subscriptionRow } from "../_shared/billing/subscr
 import { LIVE_STATUSES } from "../_shared/billing/subscription_state.ts";
 import { syncSubscription } from "../_shared/billing/subscription_sync.ts";
 import { findUser } from "../_shared/billing/users.ts";
-import type { Context } from "../_shared/context.ts";
-import { conflict, type HttpError, invalidInput } from "../_shared/errors.ts";
-import { defineFunction } from "../_shared/function.ts";
-import { ourPlans } from "../_shared/plan_prices.ts";
+import type { Context } from "../_shared/platform/context.ts";
+import { conflict, type HttpError, invalidInput } from "../_shared/platform/errors.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
+import { ourPlans } from "../_shared/billing/plan_prices.ts";
+import { payprocFor } from "../_shared/platform/payproc.ts";
 
 /** Statuses of a paid subscription a new checkout would duplicate (incomplete may retry). */
 const PAYING = LIVE_STATUSES.filter((status) => status !== "incomplete");
 
-export default defineFunction("create-checkout", {
+export default defineFunction({
+  name: "create-checkout",
+  access: "user",
+  group: "checkout",
+  summary: "Creates a subscription checkout",
+  input: () => import("../../../shared/schemas.ts").then((schemas) => schemas.CreateCheckoutInput),
+  output: "CreateCheckoutOutput",
   // Each call may read, expire and create sessions (and a customer) at the processor.
   rateLimit: { limit: 10, windowSeconds: 60 },
   async handle({ input, caller, ctx }) {
@@ -132,7 +139,7 @@ function refuseIfPaying(row: SubscriptionRow | null): void {
 
 /** A subscription our webhook has not mirrored yet still counts (and is mirrored now). */
 async function refuseIfPayingAtProcessor(ctx: Context, userId: string, customer: string) {
-  const payproc = await ctx.payproc();
+  const payproc = await payprocFor(ctx);
   const readAt = new Date();
   const listed = await payproc.subscriptions.list({
     customer,

@@ -10,9 +10,16 @@
  */
 import { allowedRedirectOrigins, checkRedirect, siteUrl } from "../_shared/billing/redirects.ts";
 import { buyersPendingDeal, ensureCheckoutSession } from "../_shared/deals/escrow.ts";
-import { defineFunction } from "../_shared/function.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
 
-export default defineFunction("create-deal-checkout", {
+export default defineFunction({
+  name: "create-deal-checkout",
+  access: "deal-participant",
+  group: "deals",
+  summary: "Creates a hosted checkout (payment mode) for a deal's escrow payment",
+  input: () =>
+    import("../../../shared/deal_schemas.ts").then((schemas) => schemas.CreateDealCheckoutInput),
+  output: "CreateDealCheckoutOutput",
   rateLimit: { limit: 30, windowSeconds: 60 },
   async handle({ input, caller, ctx }) {
     const allowed = allowedRedirectOrigins(ctx.env);

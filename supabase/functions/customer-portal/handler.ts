@@ -7,9 +7,10 @@
  * @module
  */
 import { storedCustomerId } from "../_shared/billing/customers.ts";
-import { isMissing } from "../_shared/billing/processor.ts";
-import { notFound } from "../_shared/errors.ts";
-import { defineFunction } from "../_shared/function.ts";
+import { isMissing } from "../_shared/platform/payproc_calls.ts";
+import { notFound } from "../_shared/platform/errors.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
+import { payprocFor } from "../_shared/platform/payproc.ts";
 
 /** How long a repeated request returns the same portal session. */
 const SESSION_REUSE_MS = 60_000;
@@ -18,7 +19,12 @@ function noCustomer() {
   return notFound("Cannot open the billing portal: you have no billing account yet");
 }
 
-export default defineFunction("customer-portal", {
+export default defineFunction({
+  name: "customer-portal",
+  access: "user",
+  group: "checkout",
+  summary: "Creates a billing portal session",
+  output: "CustomerPortalOutput",
   // Each call creates a portal session at the processor.
   rateLimit: { limit: 10, windowSeconds: 60 },
   async handle({ caller, ctx }) {
@@ -26,7 +32,7 @@ export default defineFunction("customer-portal", {
     if (!customer) throw noCustomer();
     const returnUrl = ctx.env.require("SITE_URL");
     const bucket = Math.floor(Date.now() / SESSION_REUSE_MS);
-    const payproc = await ctx.payproc();
+    const payproc = await payprocFor(ctx);
     try {
       const session = await payproc.billingPortal.sessions.create(
         { customer, return_url: returnUrl },

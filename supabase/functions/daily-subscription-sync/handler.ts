@@ -8,10 +8,15 @@
  * @module
  */
 import { syncSubscriptions } from "../_shared/billing/subscription_jobs.ts";
-import { defineFunction } from "../_shared/function.ts";
-import { runGuardedJob } from "../_shared/jobs/guard.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
+import { runGuardedJob } from "../_shared/platform/jobs/guard.ts";
 
-export default defineFunction("daily-subscription-sync", {
+export default defineFunction({
+  name: "daily-subscription-sync",
+  access: "scheduled",
+  group: "billing",
+  summary: "Periodic subscription sync",
+  output: "JobAnswer",
   handle({ ctx }) {
     return runGuardedJob(
       ctx,

@@ -11,9 +11,16 @@
  * @module
  */
 import { createUploadUrl } from "../_shared/documents/uploads.ts";
-import { defineFunction } from "../_shared/function.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
 
-export default defineFunction("deal-create-upload-url", {
+export default defineFunction({
+  name: "deal-create-upload-url",
+  access: "deal-participant",
+  group: "documents",
+  summary: "Signed upload URL for a deal document",
+  input: () =>
+    import("../../../shared/document_schemas.ts").then((schemas) => schemas.CreateUploadUrlInput),
+  output: "CreateUploadUrlOutput",
   rateLimit: { limit: 30, windowSeconds: 60 },
   handle({ input, caller, ctx }) {
     return createUploadUrl(ctx, caller.id, input);

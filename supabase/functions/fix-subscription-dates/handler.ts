@@ -10,11 +10,20 @@ import { fixPeriod } from "../_shared/billing/period_fix.ts";
 import { subscriptionRow } from "../_shared/billing/subscription_rows.ts";
 import { readSubscription } from "../_shared/billing/subscription_sync.ts";
 import { findUser } from "../_shared/billing/users.ts";
-import { notFound } from "../_shared/errors.ts";
-import { defineFunction } from "../_shared/function.ts";
-import { ourPlans } from "../_shared/plan_prices.ts";
+import { notFound } from "../_shared/platform/errors.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
+import { ourPlans } from "../_shared/billing/plan_prices.ts";
 
-export default defineFunction("fix-subscription-dates", {
+export default defineFunction({
+  name: "fix-subscription-dates",
+  access: "admin",
+  group: "billing",
+  summary: "Corrects one user's subscription dates",
+  input: () =>
+    import("../../../shared/billing_schemas.ts").then((schemas) =>
+      schemas.FixSubscriptionDatesInput
+    ),
+  output: "FixSubscriptionDatesOutput",
   async handle({ input, ctx }) {
     const user = await findUser(ctx.db, input);
     if (!user) throw notFound(`Cannot fix dates: no user "${input.userId ?? input.email}"`);

@@ -18,11 +18,21 @@ import {
 import { chooseSubscription } from "../_shared/billing/subscription_state.ts";
 import { readSubscription, syncSubscription } from "../_shared/billing/subscription_sync.ts";
 import { findUser } from "../_shared/billing/users.ts";
-import { notFound } from "../_shared/errors.ts";
-import { defineFunction } from "../_shared/function.ts";
-import { ourPlans } from "../_shared/plan_prices.ts";
+import { notFound } from "../_shared/platform/errors.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
+import { ourPlans } from "../_shared/billing/plan_prices.ts";
+import { payprocFor } from "../_shared/platform/payproc.ts";
 
-export default defineFunction("fix-user-subscription", {
+export default defineFunction({
+  name: "fix-user-subscription",
+  access: "admin",
+  group: "billing",
+  summary: "Repairs a user's link to their subscription",
+  input: () =>
+    import("../../../shared/billing_schemas.ts").then((schemas) =>
+      schemas.FixUserSubscriptionInput
+    ),
+  output: "FixUserSubscriptionOutput",
   async handle({ input, ctx }) {
     const user = await findUser(ctx.db, input);
     if (!user) throw notFound(`Cannot repair: no user "${input.userId ?? input.email}"`);
@@ -38,7 +48,7 @@ export default defineFunction("fix-user-subscription", {
       } else if (found.via === "email") {
         actions.push("tagged_customer");
       }
-      const payproc = await ctx.payproc();
+      const payproc = await payprocFor(ctx);
       const readAt = new Date();
       const listed = await payproc.subscriptions.list({
         customer: found.customer.id,

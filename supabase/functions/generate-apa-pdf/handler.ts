@@ -12,9 +12,16 @@
  * @module
  */
 import { generateApa } from "../_shared/documents/apa.ts";
-import { defineFunction } from "../_shared/function.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
 
-export default defineFunction("generate-apa-pdf", {
+export default defineFunction({
+  name: "generate-apa-pdf",
+  access: "deal-participant",
+  group: "documents",
+  summary: "Generates the asset purchase agreement PDF",
+  input: () =>
+    import("../../../shared/schemas.ts").then((schemas) => schemas.CreateDealPaymentInput),
+  output: "GenerateApaOutput",
   rateLimit: { limit: 10, windowSeconds: 60 },
   handle({ input, caller, ctx }) {
     return generateApa(ctx, caller.id, input.dealId);

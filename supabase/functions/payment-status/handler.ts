@@ -11,12 +11,12 @@
  *
  * @module
  */
-import type { Sql } from "../_shared/db.ts";
+import type { Sql } from "../_shared/platform/db.ts";
 import { DEAL_COLUMNS, type DealRow } from "../_shared/deals/deal_rows.ts";
 import { reconcilePayment } from "../_shared/deals/escrow.ts";
 import { settlementReport, settlementsOf } from "../_shared/deals/settlements.ts";
-import { defineFunction } from "../_shared/function.ts";
-import { isPayprocError } from "../_shared/payproc.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
+import { isPayprocError } from "../_shared/platform/payproc.ts";
 
 /** The deal with its commission as it is (frozen) or would be now, and the seller's share. */
 type StatusRow = DealRow & { commission_now: string; seller_payout: string };
@@ -33,7 +33,15 @@ function statusRow(db: Sql, dealId: string): Promise<StatusRow> {
   );
 }
 
-export default defineFunction("payment-status", {
+export default defineFunction({
+  name: "payment-status",
+  access: "deal-participant-or-admin",
+  group: "deals",
+  summary:
+    "Returns a deal's payment status, reconciled with the processor (its buyer, its seller or an admin)",
+  input: () =>
+    import("../../../shared/schemas.ts").then((schemas) => schemas.CreateDealPaymentInput),
+  output: "PaymentStatusOutput",
   rateLimit: { limit: 60, windowSeconds: 60 },
   async handle({ input, ctx }) {
     // The access rule found the deal; it exists.

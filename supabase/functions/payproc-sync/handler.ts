@@ -8,10 +8,15 @@
  * @module
  */
 import { syncSubscriptions } from "../_shared/billing/subscription_jobs.ts";
-import { defineFunction } from "../_shared/function.ts";
-import { runGuardedJob } from "../_shared/jobs/guard.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
+import { runGuardedJob } from "../_shared/platform/jobs/guard.ts";
 
-export default defineFunction("payproc-sync", {
+export default defineFunction({
+  name: "payproc-sync",
+  access: "scheduled",
+  group: "billing",
+  summary: "Syncs subscriptions with the payment processor",
+  output: "JobAnswer",
   handle({ ctx }) {
     return runGuardedJob(ctx, "payproc-sync", {}, (tally) => syncSubscriptions(ctx, tally, "live"));
   },

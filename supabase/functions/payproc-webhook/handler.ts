@@ -4,22 +4,33 @@
  * platform endpoint) or `PAYPROC_CONNECT_WEBHOOK_SECRET` (the Connect
  * endpoint), admits it only on the endpoint it belongs to and in the key's
  * mode, then records and applies it exactly once through the dispatch tables
- * of `_shared/billing/webhook_handlers.ts`. Answers 200 for applied,
+ * of `payproc-webhook/dispatch.ts`. Answers 200 for applied,
  * ignored, skipped and repeated events; 400 for a bad signature or an event
  * on the wrong endpoint or in the wrong mode (nothing written); 5xx when
  * processing failed (rolled back, so the processor retries).
  *
  * @module
  */
-import { processEvent } from "../_shared/billing/webhook_events.ts";
-import { SIGNATURE_HEADER, verifyWebhook } from "../_shared/billing/webhook_verify.ts";
-import { defineFunction } from "../_shared/function.ts";
+import { SIGNATURE_HEADER, verifyWebhook } from "../_shared/payproc_webhook/verify.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
 
-export default defineFunction("payproc-webhook", {
+export default defineFunction({
+  name: "payproc-webhook",
+  access: "webhook",
+  group: "billing",
+  summary: "Payment processor webhook entry point",
+  output: "PayprocWebhookOutput",
   async handle({ ctx, request, rawBody }) {
     const verified = await verifyWebhook(ctx.env, request.headers.get(SIGNATURE_HEADER), rawBody);
     const { event } = verified;
-    const result = await processEvent(ctx, verified);
+    // The processing and the dispatch tables (every feature's event
+    // handlers) load with the first verified event: a refused delivery
+    // never loads them.
+    const [{ processEvent }, { handlerFor }] = await Promise.all([
+      import("../_shared/payproc_webhook/events.ts"),
+      import("./dispatch.ts"),
+    ]);
+    const result = await processEvent(ctx, verified, handlerFor);
     return { received: true as const, id: event.id, type: event.type, ...result };
   },
 });

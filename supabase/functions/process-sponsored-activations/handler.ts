@@ -9,10 +9,16 @@
  *
  * @module
  */
-import { defineFunction } from "../_shared/function.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
 import { runSponsoredActivations } from "../_shared/sponsored/activations.ts";
 
-export default defineFunction("process-sponsored-activations", {
+export default defineFunction({
+  name: "process-sponsored-activations",
+  access: "admin",
+  scheduler: true,
+  group: "schedulers",
+  summary: "Activates scheduled sponsored listings (hourly, and by admins)",
+  output: "JobAnswer",
   handle({ ctx }) {
     return runSponsoredActivations(ctx);
   },

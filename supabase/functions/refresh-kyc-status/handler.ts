@@ -4,16 +4,21 @@
  * status to `connect_accounts` and the profile (a change of payouts sends the
  * seller-verification notices, once), and answers `{ summary: {
  * currently_due_count, past_due_count, disabled_reason, payouts_enabled } }`
- * (interface §2; `disabled_reason` is "" when the account is not disabled).
+ * (`docs/deals.md#seller-payout-accounts`; `disabled_reason` is "" when the account is not disabled).
  * A seller without a payout account gets 409 `conflict` with
  * `details.next = "connect-onboarding-link"`.
  *
  * @module
  */
 import { requirePayoutAccount } from "../_shared/connect/payout_account.ts";
-import { defineFunction } from "../_shared/function.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
 
-export default defineFunction("refresh-kyc-status", {
+export default defineFunction({
+  name: "refresh-kyc-status",
+  access: "seller",
+  group: "connect",
+  summary: "Refreshes the payout account's KYC status",
+  output: "RefreshKycStatusOutput",
   // Each call re-reads the payout account at the processor.
   rateLimit: { limit: 20, windowSeconds: 60 },
   async handle({ caller, ctx }) {

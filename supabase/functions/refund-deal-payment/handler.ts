@@ -10,9 +10,16 @@
  * @module
  */
 import { refundDeal } from "../_shared/deals/refunds.ts";
-import { defineFunction } from "../_shared/function.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
 
-export default defineFunction("refund-deal-payment", {
+export default defineFunction({
+  name: "refund-deal-payment",
+  access: "admin",
+  group: "deals",
+  summary: "Refunds a deal's payment (reversing a released payout when asked)",
+  input: () =>
+    import("../../../shared/deal_schemas.ts").then((schemas) => schemas.RefundDealPaymentInput),
+  output: "DealSettlementOutput",
   async handle({ input, caller, ctx }) {
     return await refundDeal(ctx, {
       dealId: input.dealId,

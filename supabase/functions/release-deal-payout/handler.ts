@@ -12,9 +12,16 @@
  * @module
  */
 import { releasePayout } from "../_shared/deals/payouts.ts";
-import { defineFunction } from "../_shared/function.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
 
-export default defineFunction("release-deal-payout", {
+export default defineFunction({
+  name: "release-deal-payout",
+  access: "admin",
+  group: "deals",
+  summary: "Releases a deal's payout (amount minus commission) to the seller",
+  input: () =>
+    import("../../../shared/deal_schemas.ts").then((schemas) => schemas.ReleaseDealPayoutInput),
+  output: "DealSettlementOutput",
   async handle({ input, caller, ctx }) {
     return await releasePayout(ctx, { dealId: input.dealId, force: input.force, actor: caller.id });
   },

@@ -9,10 +9,17 @@
  *
  * @module
  */
-import { runDailyTasks } from "../_shared/daily/run.ts";
-import { defineFunction } from "../_shared/function.ts";
+import { runDailyTasks } from "../_shared/daily/daily_tasks.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
 
-export default defineFunction("run-daily-tasks", {
+export default defineFunction({
+  name: "run-daily-tasks",
+  access: "scheduled",
+  group: "schedulers",
+  summary: "Runs the daily sub-jobs",
+  input: () =>
+    import("../../../shared/scheduled_schemas.ts").then((schemas) => schemas.RunDailyTasksInput),
+  output: "RunDailyTasksOutput",
   async handle({ input, ctx }) {
     const answer = await runDailyTasks(ctx, { slot: input.slot, force: input.force });
     const failed = answer.results.filter((result) => result.status === "failed");

@@ -10,10 +10,15 @@
  *
  * @module
  */
-import { defineFunction } from "../_shared/function.ts";
-import { runPriceAlerts } from "../_shared/price_alerts/run.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
+import { runPriceAlerts } from "../_shared/price_alerts/scan.ts";
 
-export default defineFunction("run-price-alerts", {
+export default defineFunction({
+  name: "run-price-alerts",
+  access: "scheduled",
+  group: "schedulers",
+  summary: "Scans price alerts",
+  output: "JobAnswer",
   handle({ ctx }) {
     return runPriceAlerts(ctx);
   },

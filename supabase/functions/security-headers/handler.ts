@@ -4,9 +4,14 @@
  *
  * @module
  */
-import { defineFunction } from "../_shared/function.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
 
-export default defineFunction("security-headers", {
+export default defineFunction({
+  name: "security-headers",
+  access: "public",
+  group: "utilities",
+  summary: "The security header set",
+  output: "SecurityHeadersOutput",
   handle({ ctx }) {
     return { headers: { ...ctx.runtime.securityHeaders } };
   },

@@ -9,10 +9,16 @@
  *
  * @module
  */
-import { defineFunction } from "../_shared/function.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
 import { sendAdminDigest } from "../_shared/notifications/admin_digest.ts";
 
-export default defineFunction("send-admin-contact-notification", {
+export default defineFunction({
+  name: "send-admin-contact-notification",
+  access: "admin",
+  scheduler: true,
+  group: "notifications",
+  summary: "Digest of new contact messages, to admins",
+  output: "AdminDigestOutput",
   handle({ ctx, caller }) {
     return sendAdminDigest(ctx, "contact_messages", caller);
   },

@@ -9,10 +9,16 @@
  *
  * @module
  */
-import { defineFunction } from "../_shared/function.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
 import { sendAdminDigest } from "../_shared/notifications/admin_digest.ts";
 
-export default defineFunction("send-admin-listing-notification", {
+export default defineFunction({
+  name: "send-admin-listing-notification",
+  access: "admin",
+  scheduler: true,
+  group: "notifications",
+  summary: "Digest of listings awaiting review, to admins",
+  output: "AdminDigestOutput",
   handle({ ctx, caller }) {
     return sendAdminDigest(ctx, "listing_review", caller);
   },

@@ -8,8 +8,8 @@
  * @module
  */
 import { adminMessageEmail } from "../_shared/email/templates/messages.ts";
-import { defineFunction } from "../_shared/function.ts";
-import { sha256Hex } from "../_shared/hex.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
+import { sha256Hex } from "../_shared/lib/hex.ts";
 import { queueNotice, withDelivery } from "../_shared/notifications/notify.ts";
 
 async function messageKey(senderId: string, subject: string, message: string): Promise<string> {
@@ -18,7 +18,16 @@ async function messageKey(senderId: string, subject: string, message: string): P
   return `admin_message:${day}:${hex.slice(0, 32)}`;
 }
 
-export default defineFunction("send-admin-message", {
+export default defineFunction({
+  name: "send-admin-message",
+  access: "admin",
+  group: "notifications",
+  summary: "E-mails and notifies chosen users from an admin",
+  input: () =>
+    import("../../../shared/notification_schemas.ts").then((schemas) =>
+      schemas.SendAdminMessageInput
+    ),
+  output: "SendAdminMessageOutput",
   async handle({ input, caller, ctx }) {
     const wanted = [...new Set(input.userIds)];
     const key = await messageKey(caller.id, input.subject, input.message);

@@ -14,9 +14,16 @@
  */
 import { emailFailureError, sendEmail } from "../_shared/email/send.ts";
 import { authEmailMessage, authEmails } from "../_shared/email/templates/auth.ts";
-import { defineFunction } from "../_shared/function.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
 
-export default defineFunction("send-auth-email", {
+export default defineFunction({
+  name: "send-auth-email",
+  access: "system",
+  group: "notifications",
+  summary: "Sends an auth e-mail (signup, invite, ...) on demand",
+  input: () =>
+    import("../../../shared/notification_schemas.ts").then((schemas) => schemas.SendAuthEmailInput),
+  output: "SendAuthEmailOutput",
   async handle({ input, ctx }) {
     const emails = authEmails({
       action: input.actionType,

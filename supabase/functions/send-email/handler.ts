@@ -11,9 +11,16 @@
  */
 import { htmlToText } from "../_shared/email/html.ts";
 import { emailFailureError, sendEmail } from "../_shared/email/send.ts";
-import { defineFunction } from "../_shared/function.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
 
-export default defineFunction("send-email", {
+export default defineFunction({
+  name: "send-email",
+  access: "system",
+  group: "notifications",
+  summary: "Sends a transactional e-mail through the logged sender",
+  input: () =>
+    import("../../../shared/notification_schemas.ts").then((schemas) => schemas.SendEmailInput),
+  output: "SendEmailOutput",
   async handle({ input, ctx }) {
     const outcome = await sendEmail(ctx, {
       to: input.to,

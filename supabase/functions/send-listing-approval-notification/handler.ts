@@ -8,12 +8,19 @@
  * @module
  */
 import { listingApprovedEmail } from "../_shared/email/templates/listings.ts";
-import { conflict } from "../_shared/errors.ts";
-import { defineFunction } from "../_shared/function.ts";
+import { conflict } from "../_shared/platform/errors.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
 import { sendNotices } from "../_shared/notifications/notify.ts";
 import { requireListing } from "../_shared/notifications/subjects.ts";
 
-export default defineFunction("send-listing-approval-notification", {
+export default defineFunction({
+  name: "send-listing-approval-notification",
+  access: "admin",
+  group: "notifications",
+  summary: "Tells a seller their listing is live",
+  input: () =>
+    import("../../../shared/notification_schemas.ts").then((schemas) => schemas.ListingIdInput),
+  output: "NoticesOutput",
   async handle({ input, ctx }) {
     const listing = await requireListing(ctx.db, input.listingId);
     if (listing.reviewStatus !== "approved") {

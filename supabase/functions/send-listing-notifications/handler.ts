@@ -8,14 +8,19 @@
  *
  * @module
  */
-import { defineFunction } from "../_shared/function.ts";
-import { runGuardedJob } from "../_shared/jobs/guard.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
+import { runGuardedJob } from "../_shared/platform/jobs/guard.ts";
 import {
   LISTINGS_DIGEST_JOB,
   sendListingsDigests,
-} from "../_shared/notifications/listings_digest.ts";
+} from "../_shared/notifications/listings_digest_job.ts";
 
-export default defineFunction("send-listing-notifications", {
+export default defineFunction({
+  name: "send-listing-notifications",
+  access: "scheduled",
+  group: "notifications",
+  summary: "Daily digest of new listings to users who opted in",
+  output: "JobAnswer",
   handle({ ctx }) {
     return runGuardedJob(ctx, LISTINGS_DIGEST_JOB, {}, (tally) => sendListingsDigests(ctx, tally));
   },

@@ -17,12 +17,22 @@
  *
  * @module
  */
-import { forbidden } from "../_shared/errors.ts";
-import { defineFunction } from "../_shared/function.ts";
+import { forbidden } from "../_shared/platform/errors.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
 import { withDelivery } from "../_shared/notifications/notify.ts";
 import { runWelcomeQueue, writeWelcome } from "../_shared/notifications/welcome.ts";
 
-export default defineFunction("send-new-user-notification", {
+export default defineFunction({
+  name: "send-new-user-notification",
+  access: "scheduled",
+  group: "notifications",
+  summary:
+    "Welcomes new users and tells the admins: every minute the queue of sign-ups, or one user by id",
+  input: () =>
+    import("../../../shared/notification_schemas.ts").then((schemas) =>
+      schemas.SendNewUserNotificationInput
+    ),
+  output: "SendNewUserNotificationOutput",
   async handle({ input, caller, ctx }) {
     const userId = input.userId;
     if (userId === undefined) return await runWelcomeQueue(ctx);

@@ -8,11 +8,20 @@
  * @module
  */
 import { noticeEmail } from "../_shared/email/templates/messages.ts";
-import { defineFunction } from "../_shared/function.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
 import { sendNotices } from "../_shared/notifications/notify.ts";
 import { requireUser } from "../_shared/notifications/subjects.ts";
 
-export default defineFunction("send-notification", {
+export default defineFunction({
+  name: "send-notification",
+  access: "system",
+  group: "notifications",
+  summary: "Writes an in-app notice and, when asked and allowed, e-mails it",
+  input: () =>
+    import("../../../shared/notification_schemas.ts").then((schemas) =>
+      schemas.SendNotificationInput
+    ),
+  output: "NoticeResult",
   async handle({ input, ctx }) {
     await requireUser(ctx.db, input.userId);
     const [result] = await sendNotices(ctx, [{

@@ -11,11 +11,20 @@
  * @module
  */
 import { queuePaymentNotices } from "../_shared/deals/payment_notices.ts";
-import { notFound } from "../_shared/errors.ts";
-import { defineFunction } from "../_shared/function.ts";
+import { notFound } from "../_shared/platform/errors.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
 import { withDelivery } from "../_shared/notifications/notify.ts";
 
-export default defineFunction("send-payment-email", {
+export default defineFunction({
+  name: "send-payment-email",
+  access: "system",
+  group: "notifications",
+  summary: "Sends the payment e-mails of a deal",
+  input: () =>
+    import("../../../shared/notification_schemas.ts").then((schemas) =>
+      schemas.SendPaymentEmailInput
+    ),
+  output: "NoticesOutput",
   async handle({ input, ctx }) {
     const queued = await ctx.db.tx((sql) =>
       queuePaymentNotices(ctx, sql, input.dealId, input.kind)

@@ -7,12 +7,21 @@
  * @module
  */
 import { listingResubmissionEmail } from "../_shared/email/templates/listings.ts";
-import { conflict } from "../_shared/errors.ts";
-import { defineFunction } from "../_shared/function.ts";
+import { conflict } from "../_shared/platform/errors.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
 import { sendNotices } from "../_shared/notifications/notify.ts";
 import { requireListing } from "../_shared/notifications/subjects.ts";
 
-export default defineFunction("send-resubmission-notification", {
+export default defineFunction({
+  name: "send-resubmission-notification",
+  access: "admin",
+  group: "notifications",
+  summary: "Asks a seller to resubmit a listing, with the reason",
+  input: () =>
+    import("../../../shared/notification_schemas.ts").then((schemas) =>
+      schemas.SendResubmissionNotificationInput
+    ),
+  output: "NoticesOutput",
   async handle({ input, ctx }) {
     const listing = await requireListing(ctx.db, input.listingId);
     if (listing.reviewStatus !== "rejected") {

@@ -9,10 +9,15 @@
  *
  * @module
  */
-import { defineFunction } from "../_shared/function.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
 import { runSponsoredNotifications } from "../_shared/sponsored/notices.ts";
 
-export default defineFunction("send-sponsored-notifications", {
+export default defineFunction({
+  name: "send-sponsored-notifications",
+  access: "scheduled",
+  group: "notifications",
+  summary: "Tells sellers once when a sponsored placement starts and when it ends within 24 h",
+  output: "JobAnswer",
   handle({ ctx }) {
     return runSponsoredNotifications(ctx);
   },

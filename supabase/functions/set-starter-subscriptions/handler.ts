@@ -8,8 +8,8 @@
  * @module
  */
 import { classifyCohort, type GrantSkipReason, grantStarter } from "../_shared/billing/grants.ts";
-import { invalidInput } from "../_shared/errors.ts";
-import { defineFunction } from "../_shared/function.ts";
+import { invalidInput } from "../_shared/platform/errors.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
 
 /** Why a member was not granted: the cohort's reasons, or a change made meanwhile. */
 type Skip = { userId: string; reason: GrantSkipReason | "changed_concurrently" };
@@ -17,7 +17,16 @@ type Skip = { userId: string; reason: GrantSkipReason | "changed_concurrently" }
 /** The largest cohort one call grants. */
 const MAX_COHORT = 5000;
 
-export default defineFunction("set-starter-subscriptions", {
+export default defineFunction({
+  name: "set-starter-subscriptions",
+  access: "admin",
+  group: "billing",
+  summary: "Grants the Starter plan to a cohort",
+  input: () =>
+    import("../../../shared/billing_schemas.ts").then((schemas) =>
+      schemas.SetStarterSubscriptionsInput
+    ),
+  output: "SetStarterSubscriptionsOutput",
   async handle({ input, ctx }) {
     return await ctx.db.tx(async (sql) => {
       const members = await classifyCohort(sql, input, MAX_COHORT + 1);

@@ -7,10 +7,15 @@
  * @module
  */
 import { SYNC_INVOICES_JOB, syncInvoices } from "../_shared/billing/invoice_jobs.ts";
-import { defineFunction } from "../_shared/function.ts";
-import { runGuardedJob } from "../_shared/jobs/guard.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
+import { runGuardedJob } from "../_shared/platform/jobs/guard.ts";
 
-export default defineFunction("sync-invoices", {
+export default defineFunction({
+  name: "sync-invoices",
+  access: "scheduled",
+  group: "billing",
+  summary: "Synchronizes invoices",
+  output: "JobAnswer",
   handle({ ctx }) {
     return runGuardedJob(ctx, SYNC_INVOICES_JOB, {}, (tally) => syncInvoices(ctx, tally));
   },

@@ -4,13 +4,18 @@
  *
  * @module
  */
-import { EnvSchema } from "../_shared/env.ts";
-import { defineFunction } from "../_shared/function.ts";
+import { ENV_NAMES } from "../_shared/platform/env.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
 
 /** Variables with a default are always "set"; report only those that can be missing. */
-const REPORTED = Object.keys(EnvSchema.shape) as Array<keyof typeof EnvSchema.shape>;
+const REPORTED = ENV_NAMES;
 
-export default defineFunction("test-env", {
+export default defineFunction({
+  name: "test-env",
+  access: "admin",
+  group: "utilities",
+  summary: "Reports which configuration is set",
+  output: "TestEnvOutput",
   async handle({ ctx }) {
     const variables = Object.fromEntries(REPORTED.map((name) => [name, ctx.env.has(name)]));
     const started = performance.now();

@@ -37,9 +37,9 @@ import type Stripe from "stripe";
 import { PLAN_INTERVAL_KEYS } from "../../../shared/plans.ts";
 import type { z } from "zod";
 import type { PayprocPriceCheck, TestPayprocOutput } from "../../../shared/schemas.ts";
-import { isRefusal } from "../_shared/billing/processor.ts";
-import { defineFunction } from "../_shared/function.ts";
-import { isLiveKey, isPayprocError } from "../_shared/payproc.ts";
+import { isRefusal } from "../_shared/platform/payproc_calls.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
+import { isLiveKey, isPayprocError, payprocFor } from "../_shared/platform/payproc.ts";
 
 type Output = z.input<typeof TestPayprocOutput>;
 type PriceCheck = z.input<typeof PayprocPriceCheck>;
@@ -115,7 +115,12 @@ function connectFrom(
   return failure.status === 403 || /connect/i.test(failure.message) ? false : null;
 }
 
-export default defineFunction("test-payproc", {
+export default defineFunction({
+  name: "test-payproc",
+  access: "admin",
+  group: "utilities",
+  summary: "Tests the payment processor connection",
+  output: "TestPayprocOutput",
   async handle({ ctx }): Promise<Output> {
     const key = ctx.env.values.PAYPROC_SECRET_KEY;
     const secrets = {
@@ -134,7 +139,7 @@ export default defineFunction("test-payproc", {
         latencyMs: 0,
       };
     }
-    const payproc = await ctx.payproc();
+    const payproc = await payprocFor(ctx);
     const started = performance.now();
     const [account, prices, connected] = await Promise.allSettled([
       payproc.accounts.retrieveCurrent(),

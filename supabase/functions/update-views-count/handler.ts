@@ -8,10 +8,15 @@
  *
  * @module
  */
-import { defineFunction } from "../_shared/function.ts";
+import { defineFunction } from "../_shared/platform/function.ts";
 import { runViewFold } from "../_shared/views/fold.ts";
 
-export default defineFunction("update-views-count", {
+export default defineFunction({
+  name: "update-views-count",
+  access: "scheduled",
+  group: "schedulers",
+  summary: "Increments listing view counters",
+  output: "JobAnswer",
   handle({ ctx }) {
     return runViewFold(ctx);
   },

@@ -23,9 +23,9 @@ import type { z } from "zod";
 import { loadFunctions } from "../../../local/functions.ts";
 import { FUNCTION_NAMES, type FunctionName, FUNCTIONS } from "../../../shared/functions.ts";
 import { ErrorBody } from "../../../shared/schemas.ts";
-import { AuthHookPayload } from "../../../supabase/functions/_shared/email/auth_hook.ts";
-import { PAYPROC_API_VERSION } from "../../../supabase/functions/_shared/payproc.ts";
-import type { EdgeFunction } from "../../../supabase/functions/_shared/function.ts";
+import { AuthHookPayload } from "../../../supabase/functions/_shared/email/auth_hook_payload.ts";
+import { PAYPROC_API_VERSION } from "../../../supabase/functions/_shared/platform/payproc.ts";
+import type { EdgeFunction } from "../../../supabase/functions/_shared/platform/function.ts";
 import { createListing } from "../../db/core_fixtures.ts";
 import { AiDouble, TEST_AI_KEY } from "../../support/ai_double.ts";
 import {

@@ -9,15 +9,12 @@
  * @module
  */
 import type { AnalyzeProjectOutput } from "../../../../shared/analysis_schemas.ts";
-import type { UserCaller } from "../caller.ts";
-import type { Context } from "../context.ts";
-import { invalidInput } from "../errors.ts";
-import { enforceRateLimit, rateLimitKey } from "../rate_limit.ts";
-import { fetchPage } from "../web/page_fetch.ts";
-import { checkUrl, normalizeUrl } from "../web/target.ts";
-import { askForAnalysis } from "./ask.ts";
-import { extractPage } from "./extract.ts";
-import { analysisRequest, MAX_PAGE_TEXT_CHARS } from "./prompt.ts";
+import type { UserCaller } from "../platform/caller.ts";
+import type { Context } from "../platform/context.ts";
+import { invalidInput } from "../platform/errors.ts";
+import { enforceRateLimit, rateLimitKey } from "../platform/rate_limit.ts";
+import { fetchPage } from "../platform/web/page_fetch.ts";
+import { checkUrl, normalizeUrl } from "../platform/web/target.ts";
 import { cachedAnalysis, recordAnalysis } from "./store.ts";
 
 /** The hourly allowance's counter (the factory's burst limit counts under "analyze-project"). */
@@ -45,6 +42,12 @@ export async function analyzeProject(
     limit: ctx.env.values.ANALYZE_RATE_PER_HOUR,
     windowSeconds: 3600,
   });
+
+  // The page extractor, the prompt and the model's client load with the
+  // first analysis that gets this far, not at cold start: a cached answer or
+  // a refusal never needs them (docs/benchmarks.md, `cold_start`).
+  const [{ extractPage }, { analysisRequest, MAX_PAGE_TEXT_CHARS }, { askForAnalysis }] =
+    await Promise.all([import("./extract.ts"), import("./prompt.ts"), import("./ask.ts")]);
 
   const started = performance.now();
   const fetchedAt = ctx.now();

@@ -14,10 +14,10 @@
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import { ProjectAnalysisFields } from "../../../../shared/analysis_schemas.ts";
-import { aimodelFailure, loadAimodelSdk } from "../aimodel.ts";
-import { unstorableParts } from "../body.ts";
-import type { Context } from "../context.ts";
-import { HttpError, retryLater } from "../errors.ts";
+import { aimodelFailure, aimodelFor, loadAimodelSdk } from "../platform/aimodel.ts";
+import { unstorableParts } from "../platform/body.ts";
+import type { Context } from "../platform/context.ts";
+import { HttpError, retryLater } from "../platform/errors.ts";
 import { ANALYSIS_TOOL_NAME, type AnalysisRequest } from "./prompt.ts";
 
 /** Seconds a caller is told to wait when no model said how long. */
@@ -137,7 +137,7 @@ async function firstAvailable(
   models: readonly string[],
   request: AnalysisRequest,
 ): Promise<Reply> {
-  const client = await ctx.aimodel();
+  const client = await aimodelFor(ctx);
   const sdk = await loadAimodelSdk();
   const waits: number[] = [];
   let model = models[0]!;

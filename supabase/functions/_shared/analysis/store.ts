@@ -6,11 +6,8 @@
  *
  * @module
  */
-import {
-  type AnalyzeProjectOutput,
-  ProjectAnalysisFields,
-} from "../../../../shared/analysis_schemas.ts";
-import type { Context } from "../context.ts";
+import type { AnalyzeProjectOutput } from "../../../../shared/analysis_schemas.ts";
+import type { Context } from "../platform/context.ts";
 import type { AskOutcome } from "./ask.ts";
 
 /** How long a successful analysis is served from the cache. */
@@ -37,6 +34,8 @@ export async function cachedAnalysis(
     [url, now],
   );
   if (!row) return null;
+  // Loaded with the first cached row, not at cold start (it loads zod).
+  const { ProjectAnalysisFields } = await import("../../../../shared/analysis_schemas.ts");
   const fields = ProjectAnalysisFields.safeParse(row.analysis);
   if (!fields.success) {
     ctx.log.warn("cached analysis no longer valid", { url });

@@ -8,11 +8,11 @@
  * @module
  */
 import type Stripe from "stripe";
-import type { Context } from "../context.ts";
-import type { Db, Sql } from "../db.ts";
-import { conflict } from "../errors.ts";
-import { isPayprocError } from "../payproc.ts";
-import { orNullIfMissing } from "./processor.ts";
+import type { Context } from "../platform/context.ts";
+import type { Db, Sql } from "../platform/db.ts";
+import { conflict } from "../platform/errors.ts";
+import { isPayprocError, payprocFor } from "../platform/payproc.ts";
+import { orNullIfMissing } from "../platform/payproc_calls.ts";
 import type { BillingUser } from "./users.ts";
 
 /** How a customer was found. */
@@ -54,7 +54,7 @@ export async function findCustomer(
   user: BillingUser,
   options: FindOptions = {},
 ): Promise<FoundCustomer | null> {
-  const payproc = await ctx.payproc();
+  const payproc = await payprocFor(ctx);
   const stored = await storedCustomerId(ctx.db, user.id);
   if (stored) {
     const customer = await orNullIfMissing(payproc.customers.retrieve(stored));
@@ -76,7 +76,7 @@ export async function findCustomer(
 /** Finds the user's customer (never by e-mail), or creates it once per user, and stores the link. */
 export async function ensureCustomer(ctx: Context, user: BillingUser): Promise<FoundCustomer> {
   const found = await findCustomer(ctx, user);
-  const payproc = await ctx.payproc();
+  const payproc = await payprocFor(ctx);
   const result: FoundCustomer = found ?? {
     customer: await payproc.customers.create(
       { email: user.email ?? undefined, metadata: { user_id: user.id } },
@@ -129,7 +129,7 @@ export async function tagCustomer(
   customer: Stripe.Customer,
 ): Promise<Stripe.Customer> {
   if (customer.metadata?.user_id === userId) return customer;
-  const payproc = await ctx.payproc();
+  const payproc = await payprocFor(ctx);
   return await payproc.customers.update(
     customer.id,
     { metadata: { user_id: userId } },
@@ -142,7 +142,7 @@ export async function tagCustomer(
  * account (the API refuses it with a 4xx); then this finds none.
  */
 async function taggedCustomers(ctx: Context, userId: string): Promise<Stripe.Customer[]> {
-  const payproc = await ctx.payproc();
+  const payproc = await payprocFor(ctx);
   try {
     const found = await payproc.customers.search({
       query: `metadata['user_id']:'${userId}'`,

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Sql } from "../db.ts";
+import type { Sql } from "../platform/db.ts";
 
 /**
  * Ends grants whose period is over: level free, status canceled (the

@@ -8,7 +8,7 @@
  */
 import type Stripe from "stripe";
 import { invoiceSubscriptionId, upsertInvoice } from "./invoices.ts";
-import { orNullIfMissing } from "./processor.ts";
+import { orNullIfMissing } from "../platform/payproc_calls.ts";
 import { asWebhookResult } from "./subscription_events.ts";
 import {
   readContenders,
@@ -23,7 +23,8 @@ import {
   skipped,
   type WebhookHandler,
   type WebhookHandlers,
-} from "./webhook_types.ts";
+} from "../payproc_webhook/types.ts";
+import { payprocFor } from "../platform/payproc.ts";
 
 type InvoiceEventType =
   | "invoice.paid"
@@ -44,7 +45,7 @@ function handler(
 ): WebhookHandler<EventOf<InvoiceEventType>, InvoiceRead> {
   return {
     async read({ event, ctx }) {
-      const payproc = await ctx.payproc();
+      const payproc = await payprocFor(ctx);
       const readAt = new Date();
       const invoice = await orNullIfMissing(payproc.invoices.retrieve(event.data.object.id));
       const subscriptionId = invoice ? invoiceSubscriptionId(invoice) : null;

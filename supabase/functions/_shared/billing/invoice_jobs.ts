@@ -6,10 +6,11 @@
  *
  * @module
  */
-import type { Context } from "../context.ts";
+import type { Context } from "../platform/context.ts";
 import { upsertInvoice } from "./invoices.ts";
-import { readCursor, writeCursor } from "../jobs/cursors.ts";
-import type { JobTally } from "../jobs/tally.ts";
+import { readCursor, writeCursor } from "../platform/jobs/cursors.ts";
+import type { JobTally } from "../platform/jobs/tally.ts";
+import { payprocFor } from "../platform/payproc.ts";
 
 /** The job (and cursor) name. */
 export const SYNC_INVOICES_JOB = "sync-invoices";
@@ -27,7 +28,7 @@ export async function syncInvoices(ctx: Context, tally: JobTally): Promise<void>
   const cursor = await readCursor<InvoiceCursor>(ctx.db, SYNC_INVOICES_JOB);
   const since = cursor ? Math.max(0, cursor.created - INVOICE_OVERLAP_SECONDS) : null;
   let newest = cursor?.created ?? 0;
-  const payproc = await ctx.payproc();
+  const payproc = await payprocFor(ctx);
   let startingAfter: string | undefined;
   do {
     const readAt = new Date();

@@ -7,8 +7,8 @@
  * @module
  */
 import type Stripe from "stripe";
-import type { Sql } from "../db.ts";
-import { currencyCode, fromMinorUnits } from "../money.ts";
+import type { Sql } from "../platform/db.ts";
+import { currencyCode, fromMinorUnits } from "../lib/money.ts";
 import { idOf } from "./subscription_state.ts";
 
 /** Invoice statuses `public.invoices.status` accepts. */

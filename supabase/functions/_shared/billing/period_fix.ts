@@ -7,9 +7,9 @@
  * @module
  */
 import type Stripe from "stripe";
-import type { Sql } from "../db.ts";
-import type { OurPlans } from "../plan_prices.ts";
-import { lockProcessorObject } from "./locks.ts";
+import type { Sql } from "../platform/db.ts";
+import type { OurPlans } from "./plan_prices.ts";
+import { lockProcessorObject } from "./processor_locks.ts";
 import { type SubscriptionRow, subscriptionRow } from "./subscription_rows.ts";
 import { subscriptionState } from "./subscription_state.ts";
 

@@ -4,8 +4,8 @@
  *
  * @module
  */
-import type { Env } from "../env.ts";
-import { invalidInput } from "../errors.ts";
+import type { Env } from "../platform/env.ts";
+import { invalidInput } from "../platform/errors.ts";
 
 /** The origins redirects may go to; 503 `not_configured` without `SITE_URL`. */
 export function allowedRedirectOrigins(env: Env): Set<string> {

@@ -21,11 +21,12 @@
  * @module
  */
 import type Stripe from "stripe";
-import type { Context } from "../context.ts";
-import type { Sql } from "../db.ts";
-import { HttpError } from "../errors.ts";
-import { sha256Hex } from "../hex.ts";
-import { isRefusal, orNullIfMissing } from "./processor.ts";
+import type { Context } from "../platform/context.ts";
+import type { Sql } from "../platform/db.ts";
+import { HttpError } from "../platform/errors.ts";
+import { sha256Hex } from "../lib/hex.ts";
+import { isRefusal, orNullIfMissing } from "../platform/payproc_calls.ts";
+import { payprocFor } from "../platform/payproc.ts";
 
 /** A stored session is answered again only while it has more than this left. */
 export const REUSE_MARGIN_MS = 10 * 60_000;
@@ -89,7 +90,7 @@ export async function checkStoredSession(
   ) {
     return { url: null, read: undefined };
   }
-  const payproc = await ctx.payproc();
+  const payproc = await payprocFor(ctx);
   const read = await orNullIfMissing(payproc.checkout.sessions.retrieve(stored.sessionId));
   return { url: read?.status === "open" && read.url ? read.url : null, read };
 }
@@ -107,7 +108,7 @@ export async function closeSession(
   sessionId: string,
   read?: Stripe.Checkout.Session | null,
 ): Promise<"closed" | "completed"> {
-  const payproc = await ctx.payproc();
+  const payproc = await payprocFor(ctx);
   const session = read !== undefined
     ? read
     : await orNullIfMissing(payproc.checkout.sessions.retrieve(sessionId));
@@ -136,7 +137,7 @@ export interface NewCheckout {
 /** Creates a subscription-mode session at the processor (idempotent: see the module doc). */
 export async function createSession(ctx: Context, checkout: NewCheckout): Promise<StoredCheckout> {
   const { userId, priceId, redirects } = checkout;
-  const payproc = await ctx.payproc();
+  const payproc = await payprocFor(ctx);
   const session = await payproc.checkout.sessions.create(
     {
       mode: "subscription",

@@ -11,8 +11,8 @@
  * @module
  */
 import type Stripe from "stripe";
-import type { Context } from "../context.ts";
-import { orNullIfMissing } from "./processor.ts";
+import type { Context } from "../platform/context.ts";
+import { orNullIfMissing } from "../platform/payproc_calls.ts";
 import { markGone } from "./subscription_gone.ts";
 import { idOf } from "./subscription_state.ts";
 import {
@@ -27,7 +27,7 @@ import {
   writeSync,
 } from "./subscription_sync.ts";
 import { existingUserId } from "./users.ts";
-import { ledgerJson } from "./webhook_ledger.ts";
+import { ledgerJson } from "../payproc_webhook/ledger.ts";
 import {
   applied,
   type EventOf,
@@ -36,7 +36,8 @@ import {
   type WebhookHandler,
   type WebhookHandlers,
   type WebhookResult,
-} from "./webhook_types.ts";
+} from "../payproc_webhook/types.ts";
+import { payprocFor } from "../platform/payproc.ts";
 
 /** A sync result as an event outcome. */
 export function asWebhookResult(result: SyncResult): WebhookResult {
@@ -130,7 +131,7 @@ export const onSubscriptionCheckoutCompleted = subscriptionHandler<
   EventOf<"checkout.session.completed">
 >(
   async (event, ctx) => {
-    const payproc = await ctx.payproc();
+    const payproc = await payprocFor(ctx);
     const session = await orNullIfMissing(
       payproc.checkout.sessions.retrieve(event.data.object.id),
     );
@@ -146,7 +147,7 @@ export const onSubscriptionCheckoutCompleted = subscriptionHandler<
 
 /**
  * Handlers of subscription lifecycle events (`checkout.session.completed`
- * is dispatched by mode in `webhook_handlers.ts`).
+ * is dispatched by mode in `payproc-webhook/dispatch.ts`).
  */
 export const SUBSCRIPTION_EVENT_HANDLERS: WebhookHandlers = {
   "customer.subscription.created": onSubscriptionEvent,

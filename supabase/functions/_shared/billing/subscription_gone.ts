@@ -5,8 +5,8 @@
  *
  * @module
  */
-import type { Sql } from "../db.ts";
-import { lockProcessorObject } from "./locks.ts";
+import type { Sql } from "../platform/db.ts";
+import { lockProcessorObject } from "./processor_locks.ts";
 
 /** Ends the row of a subscription the processor no longer has; whether it changed. */
 export async function markGone(sql: Sql, subscriptionId: string): Promise<boolean> {

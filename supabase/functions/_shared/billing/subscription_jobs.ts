@@ -7,8 +7,8 @@
  *
  * @module
  */
-import type { Context } from "../context.ts";
-import type { JobTally } from "../jobs/tally.ts";
+import type { Context } from "../platform/context.ts";
+import type { JobTally } from "../platform/jobs/tally.ts";
 import { expireGrants } from "./grants.ts";
 import { markGone } from "./subscription_gone.ts";
 import { forEachSubscriptionPage, type SubscriptionScope } from "./subscription_pages.ts";

@@ -5,7 +5,8 @@
  * @module
  */
 import type Stripe from "stripe";
-import type { Context } from "../context.ts";
+import type { Context } from "../platform/context.ts";
+import { payprocFor } from "../platform/payproc.ts";
 
 /** Which subscriptions to page through: not ended (the API's default) or all. */
 export type SubscriptionScope = "live" | "all";
@@ -16,7 +17,7 @@ export async function forEachSubscriptionPage(
   scope: SubscriptionScope,
   fn: (subscriptions: Stripe.Subscription[], readAt: Date) => Promise<void>,
 ): Promise<void> {
-  const payproc = await ctx.payproc();
+  const payproc = await payprocFor(ctx);
   let startingAfter: string | undefined;
   do {
     const readAt = new Date();

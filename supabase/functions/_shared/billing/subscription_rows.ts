@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { Sql, SqlParam } from "../db.ts";
+import type { Sql, SqlParam } from "../platform/db.ts";
 import type {
   SubscriptionLevel,
   SubscriptionState,

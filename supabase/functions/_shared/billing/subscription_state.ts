@@ -8,7 +8,7 @@
  */
 import type Stripe from "stripe";
 import type { PaidPlan } from "../../../../shared/plans.ts";
-import type { OurPlans } from "../plan_prices.ts";
+import type { OurPlans } from "./plan_prices.ts";
 
 /** A subscription level as `subscriptions.subscription_level` stores it. */
 export type SubscriptionLevel = "free" | PaidPlan;

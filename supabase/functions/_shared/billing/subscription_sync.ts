@@ -25,11 +25,11 @@
  * @module
  */
 import type Stripe from "stripe";
-import type { Context } from "../context.ts";
-import type { Db, Sql, SqlParam } from "../db.ts";
-import { type OurPlans, ourPlans } from "../plan_prices.ts";
-import { lockProcessorObject } from "./locks.ts";
-import { orNullIfMissing, RereadNeeded } from "./processor.ts";
+import type { Context } from "../platform/context.ts";
+import type { Db, Sql, SqlParam } from "../platform/db.ts";
+import { type OurPlans, ourPlans } from "./plan_prices.ts";
+import { lockProcessorObject } from "./processor_locks.ts";
+import { orNullIfMissing, RereadNeeded } from "../platform/payproc_calls.ts";
 import {
   MIRRORED_NAMES,
   MIRRORED_PARAMS,
@@ -48,6 +48,7 @@ import {
   subscriptionState,
 } from "./subscription_state.ts";
 import { existingUserId, isUuid } from "./users.ts";
+import { payprocFor } from "../platform/payproc.ts";
 
 /** Where the subscription was read and whom it is for. */
 export interface SyncOptions {
@@ -115,7 +116,7 @@ export async function readSubscription(
   ctx: Context,
   id: string,
 ): Promise<{ subscription: Stripe.Subscription; readAt: Date } | null> {
-  const payproc = await ctx.payproc();
+  const payproc = await payprocFor(ctx);
   const readAt = new Date();
   const subscription = await orNullIfMissing(payproc.subscriptions.retrieve(id));
   return subscription ? { subscription, readAt } : null;
@@ -148,7 +149,7 @@ export async function readContenders(
   also: Iterable<string> = [],
 ): Promise<SubscriptionRead> {
   const { state, options } = read;
-  const payproc = await ctx.payproc();
+  const payproc = await payprocFor(ctx);
   let subscription = read.subscription;
   if (typeof subscription.customer === "string") {
     // Its metadata may name the user: read the customer too, unless a listing expanded it.

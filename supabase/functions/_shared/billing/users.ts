@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { Sql } from "../db.ts";
+import type { Sql } from "../platform/db.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

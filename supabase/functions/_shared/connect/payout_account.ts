@@ -27,12 +27,13 @@
  * @module
  */
 import type Stripe from "stripe";
-import { applyConnectAccount, type KycSummary, kycSummary } from "../billing/connect_accounts.ts";
-import { isMissing } from "../billing/processor.ts";
-import type { Context } from "../context.ts";
-import type { Sql } from "../db.ts";
-import { conflict, type HttpError, notFound } from "../errors.ts";
-import { isPayprocError } from "../payproc.ts";
+import type { KycSummary } from "../../../../shared/schemas.ts";
+import { applyConnectAccount, kycSummary } from "./connect_accounts.ts";
+import { isMissing } from "../platform/payproc_calls.ts";
+import type { Context } from "../platform/context.ts";
+import type { Sql } from "../platform/db.ts";
+import { conflict, type HttpError, notFound } from "../platform/errors.ts";
+import { isPayprocError, payprocFor } from "../platform/payproc.ts";
 
 /** A user's payout account as just read from the processor. */
 export interface PayoutAccount {
@@ -66,7 +67,7 @@ export async function refreshPayoutAccount(
   for (let attempt = 0; attempt < 3; attempt++) {
     const accountId = await storedAccountId(ctx.db, userId);
     if (accountId === null) return null;
-    const payproc = await ctx.payproc();
+    const payproc = await payprocFor(ctx);
     const readAt = new Date();
     const account = await readAccount(payproc, accountId);
     if (!account) throw accountGone(ctx, userId, accountId);
@@ -175,7 +176,7 @@ async function createAccount(
   ctx: Context,
   user: { id: string; email: string | null },
 ): Promise<Stripe.Account> {
-  const payproc = await ctx.payproc();
+  const payproc = await payprocFor(ctx);
   const params: Stripe.AccountCreateParams = {
     type: "express",
     capabilities: { transfers: { requested: true } },

@@ -6,14 +6,14 @@
  *
  * @module
  */
-import type { Context } from "../context.ts";
+import type { Context } from "../platform/context.ts";
 import { ESCROW_ALERTS_JOB, runEscrowAlerts } from "../deals/escrow_alerts.ts";
 import { OFFER_EXPIRY_JOB, runOfferExpiry } from "../deals/offer_expiry.ts";
 import { runStrayRefunds, STRAY_REFUNDS_JOB } from "../deals/stray_payments.ts";
 import { EMAIL_RETRY_JOB, runEmailRetry } from "../email/retry.ts";
 import { HOUSEKEEPING_JOB, runHousekeeping } from "../housekeeping/prune.ts";
-import type { JobSkipped } from "../jobs/guard.ts";
-import type { JobOutput } from "../jobs/runs.ts";
+import type { JobSkipped } from "../platform/jobs/guard.ts";
+import type { JobOutput } from "../platform/jobs/runs.ts";
 import { runSponsoredActivations, SPONSORED_ACTIVATIONS_JOB } from "../sponsored/activations.ts";
 import { runSponsoredNotifications, SPONSORED_NOTICES_JOB } from "../sponsored/notices.ts";
 import { runViewFold, VIEW_FOLD_JOB } from "../views/fold.ts";

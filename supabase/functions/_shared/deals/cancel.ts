@@ -19,11 +19,12 @@
  *
  * @module
  */
-import { isRefusal, orNullIfMissing } from "../billing/processor.ts";
-import type { Context } from "../context.ts";
-import { conflict, type HttpError } from "../errors.ts";
+import { isRefusal, orNullIfMissing } from "../platform/payproc_calls.ts";
+import type { Context } from "../platform/context.ts";
+import { conflict, type HttpError } from "../platform/errors.ts";
 import { type DealRow, findDeal, paymentIntentIdOf, transitionDeal } from "./deal_rows.ts";
-import { applyDealPayment, readDealPayment } from "./payments.ts";
+import { applyDealPayment, readDealPayment } from "./deal_payment.ts";
+import { payprocFor } from "../platform/payproc.ts";
 
 /** Rounds of "stop the payment, then cancel" before giving up on a deal that keeps changing. */
 const ROUNDS = 3;
@@ -119,7 +120,7 @@ async function stopIntent(
   deal: DealRow,
   intentId: string,
 ): Promise<"cancelled" | "none"> {
-  const payproc = await ctx.payproc();
+  const payproc = await payprocFor(ctx);
   let intent = await orNullIfMissing(payproc.paymentIntents.retrieve(intentId));
   if (!intent || intent.status === "canceled") return "none";
   if (intent.status !== "succeeded") {
@@ -148,7 +149,7 @@ async function stopCheckout(
   deal: DealRow,
   sessionId: string,
 ): Promise<"expired" | "none"> {
-  const payproc = await ctx.payproc();
+  const payproc = await payprocFor(ctx);
   let session = await orNullIfMissing(payproc.checkout.sessions.retrieve(sessionId));
   if (!session || session.status === "expired") return "none";
   if (session.status === "open") {

@@ -6,7 +6,7 @@
  */
 import type Stripe from "stripe";
 import type { DealStatus } from "../../../../shared/deal_schemas.ts";
-import type { Sql } from "../db.ts";
+import type { Sql } from "../platform/db.ts";
 
 /** A `public.deals` row (amounts as exact decimal strings). */
 export interface DealRow {

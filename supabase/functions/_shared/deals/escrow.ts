@@ -12,18 +12,19 @@
  * @module
  */
 import type Stripe from "stripe";
-import type { Context } from "../context.ts";
-import { conflict, forbidden, HttpError, notFound } from "../errors.ts";
-import { sha256Hex } from "../hex.ts";
-import { isRefusal, orNullIfMissing } from "../billing/processor.ts";
-import { processorCurrency, toMinorUnits } from "../money.ts";
+import type { Context } from "../platform/context.ts";
+import { conflict, forbidden, HttpError, notFound } from "../platform/errors.ts";
+import { sha256Hex } from "../lib/hex.ts";
+import { isRefusal, orNullIfMissing } from "../platform/payproc_calls.ts";
+import { processorCurrency, toMinorUnits } from "../lib/money.ts";
 import { type DealRow, findDeal, paymentIntentIdOf, transferGroupOf } from "./deal_rows.ts";
 import {
   applyDealPayment,
   type PaymentRead,
   type PaymentRefusal,
   readDealPayment,
-} from "./payments.ts";
+} from "./deal_payment.ts";
+import { payprocFor } from "../platform/payproc.ts";
 
 /** Payment intent states in which the buyer can still pay with the same intent. */
 const PAYABLE: readonly Stripe.PaymentIntent.Status[] = [
@@ -71,7 +72,7 @@ function alreadyPaid(processing: boolean): HttpError {
  * first).
  */
 export async function ensurePaymentIntent(ctx: Context, deal: DealRow): Promise<string> {
-  const payproc = await ctx.payproc();
+  const payproc = await payprocFor(ctx);
   const amount = toMinorUnits(deal.amount, deal.currency);
   const currency = processorCurrency(deal.currency);
   if (deal.payproc_payment_intent_id) {
@@ -126,7 +127,7 @@ export async function ensurePaymentIntent(ctx: Context, deal: DealRow): Promise<
 
 /** Expires an open hosted checkout; 409 when it was completed (the deal is being paid). */
 async function closeCheckout(ctx: Context, sessionId: string): Promise<void> {
-  const payproc = await ctx.payproc();
+  const payproc = await payprocFor(ctx);
   const session = await orNullIfMissing(payproc.checkout.sessions.retrieve(sessionId));
   if (!session || session.status === "expired") return;
   if (session.status === "complete") throw alreadyPaid(session.payment_status !== "paid");
@@ -141,7 +142,7 @@ async function closeCheckout(ctx: Context, sessionId: string): Promise<void> {
 
 /** Cancels a payment intent nobody paid; 409 when it was paid or is being processed. */
 async function cancelIntent(ctx: Context, intentId: string): Promise<void> {
-  const payproc = await ctx.payproc();
+  const payproc = await payprocFor(ctx);
   const intent = await orNullIfMissing(payproc.paymentIntents.retrieve(intentId));
   if (!intent || intent.status === "canceled") return;
   if (intent.status === "succeeded" || intent.status === "processing") {
@@ -177,7 +178,7 @@ export async function ensureCheckoutSession(
   buyerEmail: string | null,
   redirects: CheckoutRedirects,
 ): Promise<string> {
-  const payproc = await ctx.payproc();
+  const payproc = await payprocFor(ctx);
   const amount = toMinorUnits(deal.amount, deal.currency);
   const currency = processorCurrency(deal.currency);
   if (deal.payproc_checkout_session_id) {
@@ -257,7 +258,7 @@ export async function reconcilePayment(ctx: Context, deal: DealRow): Promise<Dea
   if (deal.payproc_payment_intent_id) {
     read = await readDealPayment(ctx, deal.payproc_payment_intent_id);
   } else if (deal.payproc_checkout_session_id) {
-    const payproc = await ctx.payproc();
+    const payproc = await payprocFor(ctx);
     const session = await orNullIfMissing(
       payproc.checkout.sessions.retrieve(deal.payproc_checkout_session_id),
     );

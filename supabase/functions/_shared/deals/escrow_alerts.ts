@@ -7,11 +7,11 @@
  *
  * @module
  */
-import type { Context } from "../context.ts";
-import type { Sql } from "../db.ts";
+import type { Context } from "../platform/context.ts";
+import type { Sql } from "../platform/db.ts";
 import { adminEscrowHoldNotice } from "../email/templates/deal_alerts.ts";
-import { type JobSkipped, runGuardedJob } from "../jobs/guard.ts";
-import type { JobOutput } from "../jobs/runs.ts";
+import { type JobSkipped, runGuardedJob } from "../platform/jobs/guard.ts";
+import type { JobOutput } from "../platform/jobs/runs.ts";
 import { queueAdminAlert } from "../notifications/admin_alerts.ts";
 import { countNoticeOutcome } from "../notifications/counts.ts";
 import { type NoticeOutcome, withDelivery } from "../notifications/notify.ts";

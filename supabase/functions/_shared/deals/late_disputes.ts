@@ -10,16 +10,16 @@
  * @module
  */
 import type Stripe from "stripe";
-import type { WebhookResult } from "../billing/webhook_types.ts";
-import { applied } from "../billing/webhook_types.ts";
-import type { Context } from "../context.ts";
-import type { Sql } from "../db.ts";
+import type { WebhookResult } from "../payproc_webhook/types.ts";
+import { applied } from "../payproc_webhook/types.ts";
+import type { Context } from "../platform/context.ts";
+import type { Sql } from "../platform/db.ts";
 import {
   adminDisputeAfterPayoutNotice,
   adminPayoutDuringDisputeNotice,
   type DisputeFacts,
 } from "../email/templates/deal_alerts.ts";
-import { currencyCode, fromMinorUnits } from "../money.ts";
+import { currencyCode, fromMinorUnits } from "../lib/money.ts";
 import { queueAdminAlert } from "../notifications/admin_alerts.ts";
 import { recordDealEvent } from "./deal_rows.ts";
 import { settlementsOf } from "./settlements.ts";

@@ -10,9 +10,9 @@
  * @module
  */
 import type Stripe from "stripe";
-import type { Context } from "../context.ts";
-import type { Sql } from "../db.ts";
-import { orNullIfMissing } from "../billing/processor.ts";
+import type { Context } from "../platform/context.ts";
+import type { Sql } from "../platform/db.ts";
+import { orNullIfMissing } from "../platform/payproc_calls.ts";
 import {
   applied,
   type EventOf,
@@ -21,14 +21,15 @@ import {
   type WebhookHandler,
   type WebhookHandlers,
   type WebhookResult,
-} from "../billing/webhook_types.ts";
+} from "../payproc_webhook/types.ts";
 import { paymentIntentIdOf } from "./deal_rows.ts";
 import {
   applyDealPayment,
   type PaymentRead,
   type PaymentRefusal,
   readDealPayment,
-} from "./payments.ts";
+} from "./deal_payment.ts";
+import { payprocFor } from "../platform/payproc.ts";
 
 /** What a payment event found: the intent read, or why there is nothing to apply. */
 type PaymentEventRead = PaymentRead | PaymentRefusal | { result: WebhookResult };
@@ -79,7 +80,7 @@ export const onDealCheckoutCompleted: WebhookHandler<
   PaymentEventRead
 > = {
   async read({ event, ctx }) {
-    const payproc = await ctx.payproc();
+    const payproc = await payprocFor(ctx);
     const session: Stripe.Checkout.Session | null = await orNullIfMissing(
       payproc.checkout.sessions.retrieve(event.data.object.id),
     );

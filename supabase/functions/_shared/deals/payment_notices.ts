@@ -7,8 +7,8 @@
  * @module
  */
 import type { PaymentEmailKind } from "../../../../shared/notifications.ts";
-import type { Context } from "../context.ts";
-import type { Sql } from "../db.ts";
+import type { Context } from "../platform/context.ts";
+import type { Sql } from "../platform/db.ts";
 import { paymentNotices } from "../email/templates/payments.ts";
 import { type NoticeOutcome, queueNotice } from "../notifications/notify.ts";
 

@@ -24,12 +24,12 @@
  * @module
  */
 import type Stripe from "stripe";
-import { isInProgress, isRefusal } from "../billing/processor.ts";
+import { isInProgress, isRefusal } from "../platform/payproc_calls.ts";
 import { noPayoutAccount, requirePayoutAccount } from "../connect/payout_account.ts";
-import type { Context } from "../context.ts";
-import type { Sql } from "../db.ts";
-import { conflict, notFound } from "../errors.ts";
-import { processorCurrency, toMinorUnits } from "../money.ts";
+import type { Context } from "../platform/context.ts";
+import type { Sql } from "../platform/db.ts";
+import { conflict, notFound } from "../platform/errors.ts";
+import { processorCurrency, toMinorUnits } from "../lib/money.ts";
 import { type DealRow, findDeal, transferGroupOf, transitionDeal } from "./deal_rows.ts";
 import { recordPayoutDuringDispute } from "./late_disputes.ts";
 import { queuePaymentNotices } from "./payment_notices.ts";
@@ -42,6 +42,7 @@ import {
   type SettlementRow,
   settlementsOf,
 } from "./settlements.ts";
+import { payprocFor } from "../platform/payproc.ts";
 
 /** A payout request. */
 export interface PayoutRequest {
@@ -172,7 +173,7 @@ async function makeTransfer(
   row: SettlementRow,
   resumed: boolean,
 ): Promise<Stripe.Transfer> {
-  const payproc = await ctx.payproc();
+  const payproc = await payprocFor(ctx);
   const group = transferGroupOf(deal.id);
   if (resumed || row.attempt > 1) {
     const existing = await payproc.transfers.list({ transfer_group: group, limit: 10 });

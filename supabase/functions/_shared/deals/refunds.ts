@@ -13,10 +13,10 @@
  * @module
  */
 import type Stripe from "stripe";
-import { isInProgress, isRefusal } from "../billing/processor.ts";
-import type { Context } from "../context.ts";
-import type { Sql } from "../db.ts";
-import { conflict, notFound } from "../errors.ts";
+import { isInProgress, isRefusal } from "../platform/payproc_calls.ts";
+import type { Context } from "../platform/context.ts";
+import type { Sql } from "../platform/db.ts";
+import { conflict, notFound } from "../platform/errors.ts";
 import { type DealRow, findDeal, recordDealEvent, transitionDeal } from "./deal_rows.ts";
 import { lateDisputeCause, OPEN_DISPUTE } from "./late_disputes.ts";
 import { queuePaymentNotices } from "./payment_notices.ts";
@@ -30,6 +30,7 @@ import {
   type SettlementRow,
   settlementsOf,
 } from "./settlements.ts";
+import { payprocFor } from "../platform/payproc.ts";
 
 /** A refund request. */
 export interface RefundRequest {
@@ -108,7 +109,7 @@ function refuseUnlessRefundable(
  */
 async function decidingDispute(ctx: Context, deal: DealRow): Promise<Stripe.Dispute | null> {
   if (!deal.payproc_charge_id) return null;
-  const payproc = await ctx.payproc();
+  const payproc = await payprocFor(ctx);
   const disputes = await payproc.disputes.list({ charge: deal.payproc_charge_id, limit: 10 });
   return disputes.data.find((d) => d.status === "lost") ??
     disputes.data.find((d) => OPEN_DISPUTE.includes(d.status) && !d.is_charge_refundable) ??
@@ -218,7 +219,7 @@ async function reversePayout(
   deal: DealRow,
   payout: SettlementRow,
 ): Promise<string | null> {
-  const payproc = await ctx.payproc();
+  const payproc = await payprocFor(ctx);
   const transfer = await payproc.transfers.retrieve(payout.payproc_id!);
   let reversalId = transfer.amount_reversed >= transfer.amount
     ? transfer.reversals.data[0]?.id ?? null
@@ -263,7 +264,7 @@ async function makeRefund(
   row: SettlementRow,
   resumed: boolean,
 ): Promise<Stripe.Refund> {
-  const payproc = await ctx.payproc();
+  const payproc = await payprocFor(ctx);
   const intent = deal.payproc_payment_intent_id!;
   if (resumed) {
     const existing = await payproc.refunds.list({ payment_intent: intent, limit: 10 });

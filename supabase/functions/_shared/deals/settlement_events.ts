@@ -10,9 +10,9 @@
  * @module
  */
 import type Stripe from "stripe";
-import type { Context } from "../context.ts";
-import type { Sql } from "../db.ts";
-import { orNullIfMissing } from "../billing/processor.ts";
+import type { Context } from "../platform/context.ts";
+import type { Sql } from "../platform/db.ts";
+import { orNullIfMissing } from "../platform/payproc_calls.ts";
 import {
   applied,
   type EventOf,
@@ -20,12 +20,13 @@ import {
   type WebhookHandler,
   type WebhookHandlers,
   type WebhookResult,
-} from "../billing/webhook_types.ts";
+} from "../payproc_webhook/types.ts";
 import { findDealByCharge, transitionDeal } from "./deal_rows.ts";
 import { OPEN_DISPUTE, recordLateDispute } from "./late_disputes.ts";
 import { completeRefund, markPayoutReversed } from "./refunds.ts";
 import { settlementsOf } from "./settlements.ts";
 import { completeStrayRefund, strayPaymentOfCharge } from "./stray_payments.ts";
+import { payprocFor } from "../platform/payproc.ts";
 
 type Read<T> = { object: T } | { refusal: string };
 
@@ -37,7 +38,7 @@ interface ChargeRead {
 
 const onChargeRefunded: WebhookHandler<EventOf<"charge.refunded">, Read<ChargeRead>> = {
   async read({ event, ctx }) {
-    const payproc = await ctx.payproc();
+    const payproc = await payprocFor(ctx);
     const charge = await orNullIfMissing(payproc.charges.retrieve(event.data.object.id));
     if (!charge) return { refusal: `charge "${event.data.object.id}" does not exist` };
     const refunds = await payproc.refunds.list({ charge: charge.id, limit: 1 });
@@ -160,7 +161,7 @@ type DisputeEventType =
 
 const onDispute: WebhookHandler<EventOf<DisputeEventType>, Read<Stripe.Dispute>> = {
   async read({ event, ctx }) {
-    const payproc = await ctx.payproc();
+    const payproc = await payprocFor(ctx);
     const dispute = await orNullIfMissing(payproc.disputes.retrieve(event.data.object.id));
     return dispute ? { object: dispute } : { refusal: "the dispute does not exist" };
   },
@@ -172,7 +173,7 @@ const onDispute: WebhookHandler<EventOf<DisputeEventType>, Read<Stripe.Dispute>>
 
 const onTransferReversed: WebhookHandler<EventOf<"transfer.reversed">, Read<Stripe.Transfer>> = {
   async read({ event, ctx }) {
-    const payproc = await ctx.payproc();
+    const payproc = await payprocFor(ctx);
     const transfer = await orNullIfMissing(payproc.transfers.retrieve(event.data.object.id));
     return transfer ? { object: transfer } : { refusal: "the transfer does not exist" };
   },

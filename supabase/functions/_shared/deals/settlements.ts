@@ -7,7 +7,7 @@
  */
 import type { z } from "zod";
 import type { DealStatus, Settlement } from "../../../../shared/deal_schemas.ts";
-import type { Sql } from "../db.ts";
+import type { Sql } from "../platform/db.ts";
 
 /** Payout or refund. */
 export type SettlementKind = "payout" | "refund";

@@ -21,22 +21,23 @@
  * @module
  */
 import type Stripe from "stripe";
-import { isRefusal } from "../billing/processor.ts";
-import type { Context } from "../context.ts";
-import type { Sql } from "../db.ts";
+import { isRefusal } from "../platform/payproc_calls.ts";
+import type { Context } from "../platform/context.ts";
+import type { Sql } from "../platform/db.ts";
 import {
   adminPaymentReturnedNotice,
   adminPaymentReturnFailedNotice,
   paymentReturnedNotice,
   type StrayPaymentFacts,
 } from "../email/templates/deal_alerts.ts";
-import { type JobSkipped, runGuardedJob } from "../jobs/guard.ts";
-import type { JobOutput } from "../jobs/runs.ts";
-import { currencyCode, fromMinorUnits } from "../money.ts";
+import { type JobSkipped, runGuardedJob } from "../platform/jobs/guard.ts";
+import type { JobOutput } from "../platform/jobs/runs.ts";
+import { currencyCode, fromMinorUnits } from "../lib/money.ts";
 import { queueAdminAlert } from "../notifications/admin_alerts.ts";
 import { countNoticeOutcome } from "../notifications/counts.ts";
 import { type NoticeOutcome, queueNotice, withDelivery } from "../notifications/notify.ts";
 import { chargeIdOf, recordDealEvent } from "./deal_rows.ts";
+import { payprocFor } from "../platform/payproc.ts";
 
 /** Why a deal could not take a payment (`deal_stray_payments.reason`). */
 export type StrayReason =
@@ -150,7 +151,7 @@ export async function refundStrayPayment(
 
 /** The payment's refund: one already at the processor (ours or the dashboard's), else a new one. */
 async function findOrMakeRefund(ctx: Context, row: StrayRow): Promise<Stripe.Refund> {
-  const payproc = await ctx.payproc();
+  const payproc = await payprocFor(ctx);
   const existing = await payproc.refunds.list({
     payment_intent: row.payproc_payment_intent_id,
     limit: 10,

@@ -15,16 +15,13 @@
  * @module
  */
 import type { z } from "zod";
-import {
-  APA_URL_SECONDS,
-  DEAL_DOCUMENTS_BUCKET,
-  type GenerateApaOutput,
-} from "../../../../shared/document_schemas.ts";
-import type { Context } from "../context.ts";
-import type { Sql } from "../db.ts";
+import type { GenerateApaOutput } from "../../../../shared/document_schemas.ts";
+import { APA_URL_SECONDS, DEAL_DOCUMENTS_BUCKET } from "../../../../shared/documents.ts";
+import type { Context } from "../platform/context.ts";
+import type { Sql } from "../platform/db.ts";
 import type { DealRow } from "../deals/deal_rows.ts";
-import { sha256Hex } from "../hex.ts";
-import { storageError } from "../storage.ts";
+import { sha256Hex } from "../lib/hex.ts";
+import { storageError, storageFor } from "../platform/storage.ts";
 import type { ApaContent } from "./apa_content.ts";
 import { renderApaPdf } from "./apa_pdf.ts";
 import { dealTakingDocuments } from "./deal_access.ts";
@@ -47,7 +44,7 @@ export async function generateApa(
   const pdf = await renderApaPdf(content);
   const sha256 = await sha256Hex(pdf);
   const path = apaPath(deal.id, sha256);
-  const bucket = (await ctx.storage()).from(DEAL_DOCUMENTS_BUCKET);
+  const bucket = (await storageFor(ctx)).from(DEAL_DOCUMENTS_BUCKET);
 
   let recorded = await findVersion(ctx.db, deal.id, sha256);
   let created = false;

@@ -9,10 +9,15 @@
  * fixed seed and it writes no file ID). Every string is drawn through
  * `pdfSafeText`, so no user text can throw or become PDF operators.
  *
+ * `pdf-lib` (about 800 KB bundled, the largest library on
+ * `generate-apa-pdf`'s path) loads with the first agreement rendered, not
+ * at cold start (docs/benchmarks.md, `cold_start`): only its types are
+ * imported statically.
+ *
  * @module
  */
-import { PageSizes, PDFDocument, type PDFFont, StandardFonts } from "pdf-lib";
-import { countOf, formatMoney, formatUtc } from "../format.ts";
+import type { PDFDocument, PDFFont } from "pdf-lib";
+import { countOf, formatMoney, formatUtc } from "../lib/format.ts";
 import { APA_TERMS, type ApaAsset, type ApaContent, type ApaParty } from "./apa_content.ts";
 import {
   Cursor,
@@ -23,9 +28,9 @@ import {
   textWidth,
 } from "./pdf_layout.ts";
 
-/** Page size (A4) and margins of the agreement, in points. */
+/** Page size (A4: pdf-lib's `PageSizes.A4`) and margins of the agreement, in points. */
 export const APA_PAGE: PageGeometry = {
-  size: PageSizes.A4 as [number, number],
+  size: [595.28, 841.89],
   margin: { top: 57, bottom: 64, left: 57, right: 57 },
 };
 
@@ -63,6 +68,7 @@ interface Styles {
  */
 export async function renderApaPdf(apa: ApaContent): Promise<Uint8Array> {
   refuseInvalid(apa);
+  const { PDFDocument, StandardFonts } = await import("pdf-lib");
   const doc = await PDFDocument.create({ updateMetadata: false });
   const regular = await doc.embedFont(StandardFonts.Helvetica);
   const bold = await doc.embedFont(StandardFonts.HelveticaBold);

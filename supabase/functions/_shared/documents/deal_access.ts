@@ -5,8 +5,8 @@
  *
  * @module
  */
-import { conflict, notFound } from "../errors.ts";
-import type { Sql } from "../db.ts";
+import { conflict, notFound } from "../platform/errors.ts";
+import type { Sql } from "../platform/db.ts";
 import { type DealRow, findDeal } from "../deals/deal_rows.ts";
 
 /** The deal, or 404; 409 `deal_closed` when it is cancelled or refunded. */

@@ -6,8 +6,8 @@
  * @module
  */
 import type { DocumentKind } from "../../../../shared/document_schemas.ts";
-import type { Sql } from "../db.ts";
-import { randomHex } from "../hex.ts";
+import type { Sql } from "../platform/db.ts";
+import { randomHex } from "../lib/hex.ts";
 
 /** A `public.deal_documents` row. */
 export interface DocumentRow {

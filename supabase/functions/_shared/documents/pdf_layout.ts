@@ -30,7 +30,11 @@ export interface SafeTextOptions {
   multiline?: boolean;
 }
 
-const graphemes = new Intl.Segmenter("en", { granularity: "grapheme" });
+/**
+ * Built on first use, not at cold start: creating a segmenter loads ICU's
+ * break rules, about 30 ms (docs/benchmarks.md, `cold_start`).
+ */
+let graphemes: Intl.Segmenter | undefined;
 const LINE_BREAK = /^(?:\r\n|[\n\r\v\f\u0085\u2028\u2029])$/;
 const SPACE = /^[\t\p{Zs}]$/u;
 const INVISIBLE = /[\p{Cc}\p{Cf}]/gu;
@@ -50,6 +54,7 @@ export function pdfSafeText(text: string, options: SafeTextOptions = {}): string
   const limit = maxLength === undefined ? text.length : maxLength * READ_PER_CHAR;
   const input = text.slice(0, limit).replace(/[\uD800-\uDBFF]$/, "");
   let out = "";
+  graphemes ??= new Intl.Segmenter("en", { granularity: "grapheme" });
   for (const { segment } of graphemes.segment(input)) {
     if (LINE_BREAK.test(segment)) out += multiline ? "\n" : " ";
     else if (SPACE.test(segment)) out += " ";

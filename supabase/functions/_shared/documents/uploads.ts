@@ -11,14 +11,14 @@
  * @module
  */
 import type { z } from "zod";
-import {
-  type CreateUploadUrlInput,
-  type CreateUploadUrlOutput,
-  DEAL_DOCUMENTS_BUCKET,
+import type {
+  CreateUploadUrlInput,
+  CreateUploadUrlOutput,
 } from "../../../../shared/document_schemas.ts";
-import type { Context } from "../context.ts";
-import { conflict, invalidInput } from "../errors.ts";
-import { storageError } from "../storage.ts";
+import { DEAL_DOCUMENTS_BUCKET } from "../../../../shared/documents.ts";
+import type { Context } from "../platform/context.ts";
+import { conflict, invalidInput } from "../platform/errors.ts";
+import { storageError, storageFor } from "../platform/storage.ts";
 import { dealTakingDocuments } from "./deal_access.ts";
 import { documentCount, MAX_DOCUMENTS_PER_DEAL, uploadPath } from "./document_rows.ts";
 import { checkFileName } from "./file_names.ts";
@@ -71,7 +71,7 @@ export async function createUploadUrl(
     );
     return row.id;
   });
-  const storage = await ctx.storage();
+  const storage = await storageFor(ctx);
   const { data, error } = await storage.from(DEAL_DOCUMENTS_BUCKET).createSignedUploadUrl(path);
   if (error || !data) {
     // No URL, no upload: the row goes (it could only ever expire).

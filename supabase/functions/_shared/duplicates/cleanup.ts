@@ -10,7 +10,7 @@ import type {
   CleanupDuplicatesInput,
   CleanupDuplicatesOutput,
 } from "../../../../shared/scheduled_schemas.ts";
-import type { Context } from "../context.ts";
+import type { Context } from "../platform/context.ts";
 import { findDuplicates, removeDuplicates } from "./groups.ts";
 import { DUPLICATE_KINDS, type DuplicateKind } from "./kinds.ts";
 

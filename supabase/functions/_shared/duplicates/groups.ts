@@ -7,7 +7,7 @@
  */
 import type { z } from "zod";
 import type { DuplicateKindResult } from "../../../../shared/scheduled_schemas.ts";
-import type { Sql } from "../db.ts";
+import type { Sql } from "../platform/db.ts";
 import { DUPLICATE_KINDS, type DuplicateKind } from "./kinds.ts";
 
 /** What one kind's run found and changed. */

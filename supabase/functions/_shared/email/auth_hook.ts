@@ -10,58 +10,28 @@
  * (it retries 429 and 503). Our answer adds `code`, so it is also our own
  * error body.
  *
+ * Standard Webhooks (a CommonJS package: loading it brings up Deno's Node
+ * compatibility layer) and the payload's zod schema (`auth_hook_payload.ts`)
+ * load with the first delivery that needs them, not at cold start
+ * (docs/benchmarks.md, `cold_start`).
+ *
  * @module
  */
-import { Webhook, WebhookVerificationError } from "standardwebhooks";
-import { z } from "zod";
-import { AUTH_EMAIL_ACTIONS } from "../../../../shared/notifications.ts";
-import { refuseUnstorable } from "../body.ts";
-import type { Env } from "../env.ts";
-import { HttpError, invalidInput } from "../errors.ts";
+import type { Webhook } from "standardwebhooks";
+import { refuseUnstorable } from "../platform/body.ts";
+import type { Env } from "../platform/env.ts";
+import { HttpError, invalidInput } from "../platform/errors.ts";
 import { emailFailureError, type EmailOutcome } from "./send.ts";
+import type { AuthHookPayload } from "./auth_hook_payload.ts";
 import type { AuthEmailRequest } from "./templates/auth.ts";
+
+export type { AuthHookPayload } from "./auth_hook_payload.ts";
 
 /** The Standard Webhooks headers Auth signs with. */
 export const HOOK_HEADERS = ["webhook-id", "webhook-timestamp", "webhook-signature"] as const;
 
-/**
- * An address as `email_logs` accepts it and the e-mail provider takes it
- * (`local@domain.tld`). Auth has validated it already, by rules of its own,
- * so this stays loose; but an address the provider would refuse is refused
- * here, as bad input (400), not reported as the provider failing (502)
- * after a row was written.
- */
-const HookAddress = z.string().trim().max(320).regex(/^[^\s@<>]+@[^\s@<>.]+(?:\.[^\s@<>.]+)+$/, {
-  message: "Expected an e-mail address (local@domain.tld)",
-});
-
-/** A string field Auth sends empty when it does not apply: empty becomes undefined. */
-const optionalField = z.string().optional().transform((value) =>
-  value === undefined || value.trim() === "" ? undefined : value.trim()
-);
-
-/** The hook's body (unknown fields are kept). */
-export const AuthHookPayload = z.looseObject({
-  user: z.looseObject({
-    id: z.string().min(1),
-    email: HookAddress,
-    /** `email_change`: the address the user is moving to. */
-    new_email: z.union([HookAddress, z.literal("")]).optional(),
-    user_metadata: z.record(z.string(), z.unknown()).nullable().optional(),
-  }),
-  email_data: z.looseObject({
-    token: optionalField,
-    token_hash: optionalField,
-    redirect_to: optionalField,
-    email_action_type: z.enum(AUTH_EMAIL_ACTIONS),
-    site_url: optionalField,
-    token_new: optionalField,
-    token_hash_new: optionalField,
-  }),
-});
-
-/** A parsed hook body. */
-export type AuthHookPayload = z.infer<typeof AuthHookPayload>;
+/** The Standard Webhooks module, loaded on first use. */
+type StandardWebhooks = typeof import("standardwebhooks");
 
 /** A delivery whose signature checked out: its `webhook-id` and body. */
 export interface VerifiedAuthHook {
@@ -73,14 +43,13 @@ function invalidSignature(reason: string): HttpError {
   return new HttpError(401, "invalid_signature", `Cannot accept the hook: ${reason}`);
 }
 
-/** The verifiers of the configured secret(s); 503 `not_configured` without or with a bad one. */
-function hookVerifiers(env: Env): Webhook[] {
-  const configured = env.require("SEND_EMAIL_HOOK_SECRET");
+/** The verifiers of the configured secret(s); 503 `not_configured` with a bad one. */
+function hookVerifiers(configured: string, lib: StandardWebhooks): Webhook[] {
   const entries = configured.split("|").map((entry) => entry.trim()).filter(Boolean);
   return entries.map((entry) => {
     const secret = entry.replace(/^v1,/, "").replace(/^whsec_/, "");
     try {
-      return new Webhook(secret);
+      return new lib.Webhook(secret);
     } catch {
       throw new HttpError(
         503,
@@ -99,8 +68,14 @@ function hookVerifiers(env: Env): Webhook[] {
  * passes), 400 `invalid_json` / `invalid_input` for a body of the wrong shape
  * or with what PostgreSQL cannot store (`body.ts`).
  */
-export function verifyAuthHook(env: Env, headers: Headers, rawBody: string): VerifiedAuthHook {
-  const verifiers = hookVerifiers(env);
+export async function verifyAuthHook(
+  env: Env,
+  headers: Headers,
+  rawBody: string,
+): Promise<VerifiedAuthHook> {
+  const configured = env.require("SEND_EMAIL_HOOK_SECRET"); // 503 before anything loads
+  const standardWebhooks = await import("standardwebhooks");
+  const verifiers = hookVerifiers(configured, standardWebhooks);
   const signed: Record<string, string> = {};
   for (const name of HOOK_HEADERS) {
     const value = headers.get(name);
@@ -114,7 +89,7 @@ export function verifyAuthHook(env: Env, headers: Headers, rawBody: string): Ver
       verifier.verify(rawBody, signed, { jsonParse: false });
       return true;
     } catch (error) {
-      if (!(error instanceof WebhookVerificationError)) throw error;
+      if (!(error instanceof standardWebhooks.WebhookVerificationError)) throw error;
       reason = error.message;
       return false;
     }
@@ -132,6 +107,7 @@ export function verifyAuthHook(env: Env, headers: Headers, rawBody: string): Ver
   // store (NUL, lone surrogates, deep nesting) is refused here, as for every
   // other body.
   refuseUnstorable(body);
+  const { AuthHookPayload } = await import("./auth_hook_payload.ts");
   const parsed = AuthHookPayload.safeParse(body);
   if (!parsed.success) {
     throw invalidInput(

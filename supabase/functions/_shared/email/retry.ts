@@ -9,12 +9,12 @@
  *
  * @module
  */
-import type { Context } from "../context.ts";
-import { runGuardedJob } from "../jobs/guard.ts";
-import type { JobOutput } from "../jobs/runs.ts";
-import type { JobSkipped } from "../jobs/guard.ts";
-import type { JobTally } from "../jobs/tally.ts";
-import { dropUnsent, dueEmailLogs } from "./log.ts";
+import type { Context } from "../platform/context.ts";
+import { runGuardedJob } from "../platform/jobs/guard.ts";
+import type { JobOutput } from "../platform/jobs/runs.ts";
+import type { JobSkipped } from "../platform/jobs/guard.ts";
+import type { JobTally } from "../platform/jobs/tally.ts";
+import { dropUnsent, dueEmailLogs } from "./email_logs.ts";
 import { deliverEmail, retriedLater } from "./send.ts";
 
 /** The job name in `job_runs`. */

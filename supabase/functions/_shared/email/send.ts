@@ -15,10 +15,10 @@
  * @module
  */
 import type { EmailSendStatus } from "../../../../shared/notifications.ts";
-import type { Context } from "../context.ts";
-import type { Sql } from "../db.ts";
-import { HttpError } from "../errors.ts";
-import { emailBlockedBy } from "../notifications/preferences.ts";
+import type { Context } from "../platform/context.ts";
+import type { Sql } from "../platform/db.ts";
+import { HttpError } from "../platform/errors.ts";
+import { emailBlockedBy } from "./preferences.ts";
 import {
   claimEmailLog,
   type EmailLogRow,
@@ -28,8 +28,8 @@ import {
   markDelivered,
   markFailed,
   readEmailLog,
-} from "./log.ts";
-import { emailMode, EmailProviderError, sendThroughProvider } from "./provider.ts";
+} from "./email_logs.ts";
+import { emailMode, EmailProviderError, sendThroughProvider } from "../platform/mailer.ts";
 
 /** A message to send. */
 export type EmailMessage = EmailToLog;
@@ -70,8 +70,20 @@ export async function queueEmail(
   message: EmailMessage,
 ): Promise<EmailOutcome> {
   const logged = await logEmail(sql, message);
-  if (logged.created && logged.row.send_status === "pending") ctx.outbox.add(logged.row.id);
+  if (logged.created && logged.row.send_status === "pending") {
+    const id = logged.row.id;
+    ctx.outbox.add(id, () => deliverEmail(ctx, id));
+  }
   return outcomeOf(logged.row);
+}
+
+/**
+ * Makes the request's queued deliveries now (rather than after the handler)
+ * and answers each queued e-mail's outcome by its id.
+ */
+export async function flushEmails(ctx: Context): Promise<Map<string, EmailOutcome>> {
+  // E-mails are the only deliveries queued (`queueEmail`), so every result is an outcome.
+  return await ctx.outbox.flush() as Map<string, EmailOutcome>;
 }
 
 async function logEmail(sql: Sql, message: EmailMessage) {

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { Sql } from "../db.ts";
+import type { Sql } from "../platform/db.ts";
 
 /** Deals looked at per phase and run (the rest wait for the next run). */
 export const HANDOVER_BATCH = 500;

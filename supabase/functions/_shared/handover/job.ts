@@ -24,8 +24,8 @@
  *
  * @module
  */
-import type { Context } from "../context.ts";
-import { inSavepoint, type Sql } from "../db.ts";
+import type { Context } from "../platform/context.ts";
+import { inSavepoint, type Sql } from "../platform/db.ts";
 import { transitionDeal } from "../deals/deal_rows.ts";
 import {
   buyerReminderNotice,
@@ -36,9 +36,9 @@ import {
   readyForPayoutAdminNotice,
   sellerReminderNotice,
 } from "../email/templates/handover.ts";
-import { type JobSkipped, runGuardedJob } from "../jobs/guard.ts";
-import type { JobOutput } from "../jobs/runs.ts";
-import type { JobTally } from "../jobs/tally.ts";
+import { type JobSkipped, runGuardedJob } from "../platform/jobs/guard.ts";
+import type { JobOutput } from "../platform/jobs/runs.ts";
+import type { JobTally } from "../platform/jobs/tally.ts";
 import { countNoticeOutcome } from "../notifications/counts.ts";
 import {
   adminIds,

@@ -8,9 +8,9 @@
  *
  * @module
  */
-import type { Context } from "../context.ts";
-import { type JobSkipped, runGuardedJob } from "../jobs/guard.ts";
-import type { JobOutput } from "../jobs/runs.ts";
+import type { Context } from "../platform/context.ts";
+import { type JobSkipped, runGuardedJob } from "../platform/jobs/guard.ts";
+import type { JobOutput } from "../platform/jobs/runs.ts";
 
 /** The job name in `job_runs`. */
 export const HOUSEKEEPING_JOB = "housekeeping";

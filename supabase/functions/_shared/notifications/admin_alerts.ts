@@ -8,8 +8,8 @@
  * @module
  */
 import type { EmailType } from "../../../../shared/notifications.ts";
-import type { Context } from "../context.ts";
-import type { Sql } from "../db.ts";
+import type { Context } from "../platform/context.ts";
+import type { Sql } from "../platform/db.ts";
 import type { EmailContent } from "../email/render.ts";
 import { adminIds, type NoticeOutcome, queueNotice } from "./notify.ts";
 

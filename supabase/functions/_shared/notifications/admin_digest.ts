@@ -18,10 +18,10 @@
 import type { z } from "zod";
 import type { AdminDigestOutput } from "../../../../shared/notification_schemas.ts";
 import type { EmailType } from "../../../../shared/notifications.ts";
-import type { Caller } from "../caller.ts";
-import type { Context } from "../context.ts";
-import type { Sql } from "../db.ts";
-import { HttpError } from "../errors.ts";
+import type { Caller } from "../platform/caller.ts";
+import type { Context } from "../platform/context.ts";
+import type { Sql } from "../platform/db.ts";
+import { HttpError } from "../platform/errors.ts";
 import {
   adminContactDigest,
   adminListingDigest,

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { JobTally } from "../jobs/tally.ts";
+import type { JobTally } from "../platform/jobs/tally.ts";
 import type { NoticeOutcome } from "./notify.ts";
 
 /** Counts what one delivered notice did into `tally`. */

@@ -9,11 +9,11 @@
 import type { z } from "zod";
 import type { NoticeResult } from "../../../../shared/notification_schemas.ts";
 import type { EmailType, NotificationType } from "../../../../shared/notifications.ts";
-import type { Context } from "../context.ts";
-import type { Sql } from "../db.ts";
+import type { Context } from "../platform/context.ts";
+import type { Sql } from "../platform/db.ts";
 import { type EmailContent, renderEmail } from "../email/render.ts";
-import { queueEmail } from "../email/send.ts";
-import { channelsFor } from "./preferences.ts";
+import { flushEmails, queueEmail } from "../email/send.ts";
+import { channelsFor } from "../email/preferences.ts";
 
 /** What one notice did (`shared/notification_schemas.ts`). */
 export type NoticeOutcome = z.infer<typeof NoticeResult>;
@@ -145,7 +145,7 @@ export async function withDelivery(
   ctx: Context,
   results: NoticeOutcome[],
 ): Promise<NoticeOutcome[]> {
-  const delivered = await ctx.outbox.flush();
+  const delivered = await flushEmails(ctx);
   return results.map((result) => {
     const outcome = result.email ? delivered.get(result.email.id) : undefined;
     return outcome ? { ...result, email: { id: outcome.id, status: outcome.status } } : result;

@@ -4,8 +4,8 @@
  *
  * @module
  */
-import type { Sql } from "../db.ts";
-import { notFound } from "../errors.ts";
+import type { Sql } from "../platform/db.ts";
+import { notFound } from "../platform/errors.ts";
 
 /** A user as notices address them. */
 export interface NoticeUser {

@@ -18,14 +18,14 @@
  *
  * @module
  */
-import type { Context } from "../context.ts";
-import { inSavepoint, type Sql } from "../db.ts";
-import { dueEmailLogs } from "../email/log.ts";
+import type { Context } from "../platform/context.ts";
+import { inSavepoint, type Sql } from "../platform/db.ts";
+import { dueEmailLogs } from "../email/email_logs.ts";
 import { deliverEmail } from "../email/send.ts";
 import { welcomeEmail } from "../email/templates/account.ts";
-import { type JobSkipped, runGuardedJob } from "../jobs/guard.ts";
-import type { JobOutput } from "../jobs/runs.ts";
-import type { JobTally } from "../jobs/tally.ts";
+import { type JobSkipped, runGuardedJob } from "../platform/jobs/guard.ts";
+import type { JobOutput } from "../platform/jobs/runs.ts";
+import type { JobTally } from "../platform/jobs/tally.ts";
 import { countNoticeOutcome } from "./counts.ts";
 import { adminIds, type NoticeOutcome, queueNotice, wasNotified, withDelivery } from "./notify.ts";
 import { requireUser } from "./subjects.ts";

@@ -9,9 +9,9 @@
  *
  * @module
  */
-import type { Context } from "../context.ts";
-import type { Sql } from "../db.ts";
-import type { JobTally } from "../jobs/tally.ts";
+import type { Context } from "../platform/context.ts";
+import type { Sql } from "../platform/db.ts";
+import type { JobTally } from "../platform/jobs/tally.ts";
 import { notifyUser } from "./notify_user.ts";
 
 /** Users told per run at most. */

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { Sql } from "../db.ts";
+import type { Sql } from "../platform/db.ts";
 
 /** What one matching pass found. */
 export interface MatchCounts {

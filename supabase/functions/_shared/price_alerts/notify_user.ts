@@ -24,8 +24,8 @@
  *
  * @module
  */
-import type { Context } from "../context.ts";
-import type { Sql } from "../db.ts";
+import type { Context } from "../platform/context.ts";
+import type { Sql } from "../platform/db.ts";
 import { type PriceAlertMatch, priceAlertNotice } from "../email/templates/price_alerts.ts";
 import { queueNotice } from "../notifications/notify.ts";
 

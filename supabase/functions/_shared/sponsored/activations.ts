@@ -13,9 +13,9 @@
  */
 import type { z } from "zod";
 import type { TestSponsoredActivationOutput } from "../../../../shared/scheduled_schemas.ts";
-import type { Context } from "../context.ts";
-import { type JobSkipped, runGuardedJob } from "../jobs/guard.ts";
-import type { JobOutput } from "../jobs/runs.ts";
+import type { Context } from "../platform/context.ts";
+import { type JobSkipped, runGuardedJob } from "../platform/jobs/guard.ts";
+import type { JobOutput } from "../platform/jobs/runs.ts";
 import { CHANGE_COLUMNS, type SponsoredChangeRow, toSponsoredChange } from "./changes.ts";
 
 /** The job name in `job_runs`. */

@@ -23,8 +23,8 @@
  *
  * @module
  */
-import type { Context } from "../context.ts";
-import { inSavepoint, type Sql } from "../db.ts";
+import type { Context } from "../platform/context.ts";
+import { inSavepoint, type Sql } from "../platform/db.ts";
 import {
   sponsoredEndingNotice,
   sponsoredLink,
@@ -32,9 +32,9 @@ import {
   type SponsoredPlacement,
   sponsoredStartedNotice,
 } from "../email/templates/sponsored.ts";
-import { type JobSkipped, runGuardedJob } from "../jobs/guard.ts";
-import type { JobOutput } from "../jobs/runs.ts";
-import type { JobTally } from "../jobs/tally.ts";
+import { type JobSkipped, runGuardedJob } from "../platform/jobs/guard.ts";
+import type { JobOutput } from "../platform/jobs/runs.ts";
+import type { JobTally } from "../platform/jobs/tally.ts";
 import { countNoticeOutcome } from "../notifications/counts.ts";
 import { type NoticeOutcome, queueNotice, withDelivery } from "../notifications/notify.ts";
 

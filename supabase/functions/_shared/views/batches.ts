@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { Sql } from "../db.ts";
+import type { Sql } from "../platform/db.ts";
 
 /** What one fold batch did. */
 export interface FoldedBatch {

@@ -9,9 +9,9 @@
  *
  * @module
  */
-import type { Context } from "../context.ts";
-import { type JobSkipped, runGuardedJob } from "../jobs/guard.ts";
-import type { JobOutput } from "../jobs/runs.ts";
+import type { Context } from "../platform/context.ts";
+import { type JobSkipped, runGuardedJob } from "../platform/jobs/guard.ts";
+import type { JobOutput } from "../platform/jobs/runs.ts";
 import { foldViewBatch, pruneViewBatch } from "./batches.ts";
 
 /** The job (and cursor) name. */

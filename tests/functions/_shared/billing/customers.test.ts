@@ -4,8 +4,8 @@ import {
   findCustomer,
   linkCustomer,
 } from "../../../../supabase/functions/_shared/billing/customers.ts";
-import { Context } from "../../../../supabase/functions/_shared/context.ts";
-import { HttpError } from "../../../../supabase/functions/_shared/errors.ts";
+import { Context } from "../../../../supabase/functions/_shared/platform/context.ts";
+import { HttpError } from "../../../../supabase/functions/_shared/platform/errors.ts";
 import { billingSetup, subscriptionOf } from "../../../support/billing.ts";
 import { sqlTest } from "../../../support/db.ts";
 import { createUser } from "../../../support/sql.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { expireGrants } from "../../../../supabase/functions/_shared/billing/grants.ts";
-import { Db } from "../../../../supabase/functions/_shared/db.ts";
+import { Db } from "../../../../supabase/functions/_shared/platform/db.ts";
 import { createTestDatabase, sqlTest } from "../../../support/db.ts";
 import { createUser } from "../../../support/sql.ts";
 

@@ -4,8 +4,8 @@ import {
   checkRedirect,
   siteUrl,
 } from "../../../../supabase/functions/_shared/billing/redirects.ts";
-import { Env } from "../../../../supabase/functions/_shared/env.ts";
-import { HttpError } from "../../../../supabase/functions/_shared/errors.ts";
+import { Env } from "../../../../supabase/functions/_shared/platform/env.ts";
+import { HttpError } from "../../../../supabase/functions/_shared/platform/errors.ts";
 
 Deno.test("checkRedirect() allows only SITE_URL's origin and ALLOWED_REDIRECT_ORIGINS", () => {
   const env = new Env({

@@ -7,7 +7,7 @@ import {
 import {
   type OurPlans,
   plansFromPrices,
-} from "../../../../supabase/functions/_shared/plan_prices.ts";
+} from "../../../../supabase/functions/_shared/billing/plan_prices.ts";
 import { PayprocDouble, type PayprocPrice } from "../../../support/payproc_double.ts";
 
 /** The product id of a seeded price. */

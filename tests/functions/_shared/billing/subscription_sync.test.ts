@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type Stripe from "stripe";
 import { syncSubscription } from "../../../../supabase/functions/_shared/billing/subscription_sync.ts";
-import { Context } from "../../../../supabase/functions/_shared/context.ts";
+import { Context } from "../../../../supabase/functions/_shared/platform/context.ts";
 import { billingSetup, subscriptionOf } from "../../../support/billing.ts";
 import { sqlTest } from "../../../support/db.ts";
 import { createUser, type TestUser } from "../../../support/sql.ts";

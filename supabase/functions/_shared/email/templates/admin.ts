@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { countOf, formatMoney, formatUtc, namesOf } from "../../format.ts";
+import { countOf, formatMoney, formatUtc, namesOf } from "../../lib/format.ts";
 import type { DigestNotice } from "./listings_digest.ts";
 
 /** A listing waiting for review, as the review digest lists it. */

@@ -11,8 +11,8 @@
  * @module
  */
 import type { AuthEmailAction, EmailType } from "../../../../../shared/notifications.ts";
-import type { Env } from "../../env.ts";
-import { invalidInput } from "../../errors.ts";
+import type { Env } from "../../platform/env.ts";
+import { invalidInput } from "../../platform/errors.ts";
 import { type EmailContent, renderEmail } from "../render.ts";
 import type { EmailMessage } from "../send.ts";
 

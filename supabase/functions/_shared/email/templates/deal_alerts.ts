@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { formatMoney, formatUtc } from "../../format.ts";
+import { formatMoney, formatUtc } from "../../lib/format.ts";
 import type { EmailContent } from "../render.ts";
 
 /** One notice: the in-app title and body, and the e-mail. */

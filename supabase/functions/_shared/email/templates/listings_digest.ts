@@ -7,7 +7,7 @@
  */
 import { fieldPresentation } from "../../../../../shared/blur.ts";
 import type { EmailContent } from "../render.ts";
-import { countOf, formatMoney, namesOf } from "../../format.ts";
+import { countOf, formatMoney, namesOf } from "../../lib/format.ts";
 
 /** A digest as one recipient gets it: the in-app title and body, and the e-mail. */
 export interface DigestNotice {

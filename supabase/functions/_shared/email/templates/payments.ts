@@ -5,9 +5,9 @@
  * @module
  */
 import type { PaymentEmailKind } from "../../../../../shared/notifications.ts";
-import { fromMinorUnits, toMinorUnits } from "../../money.ts";
+import { fromMinorUnits, toMinorUnits } from "../../lib/money.ts";
 import type { EmailContent } from "../render.ts";
-import { formatMoney } from "../../format.ts";
+import { formatMoney } from "../../lib/format.ts";
 
 /** A deal as the payment e-mails describe it (amounts in major units, as stored). */
 export interface PaymentDeal {

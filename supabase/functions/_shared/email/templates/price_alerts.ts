@@ -6,7 +6,7 @@
  * @module
  */
 import type { EmailContent } from "../render.ts";
-import { countOf, formatMoney } from "../../format.ts";
+import { countOf, formatMoney } from "../../lib/format.ts";
 
 /** Listings one notice lists at most (it counts them all). */
 export const PRICE_ALERT_LISTINGS_SHOWN = 20;

@@ -6,7 +6,7 @@
  * @module
  */
 import type { EmailContent } from "../render.ts";
-import { formatUtc } from "../../format.ts";
+import { formatUtc } from "../../lib/format.ts";
 
 /** A placement as its notices describe it. */
 export interface SponsoredPlacement {

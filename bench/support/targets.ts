@@ -1,0 +1,60 @@
+/**
+ * Ratio targets of benchmarks. A benchmark's absolute figures move with the
+ * machine and its load (the same webhook code measured 1,415 and 629
+ * events/s on two 2-core machines), so each benchmark measures a baseline in
+ * the same run — the same work done the bare way — and states its targets as
+ * ratios to it; the absolute figures are printed as information. Every
+ * target prints one line the same way:
+ *
+ *     target  first run ÷ bare insert, N = 100000   8.41x (at most 20x)  met
+ *
+ * and a missed one makes the benchmark exit non-zero ({@linkcode Deno.exitCode}
+ * 1, so the benchmark still cleans up before it exits).
+ *
+ * @module
+ */
+
+/** Checks and prints a benchmark's ratio targets. */
+export class RatioTargets {
+  readonly #missed: string[] = [];
+
+  /** Target: `ratio` (measured ÷ baseline, e.g. times) is at most `bound`. */
+  atMost(label: string, ratio: number, bound: number): boolean {
+    return this.#check(label, ratio, `at most ${bound}x`, ratio <= bound);
+  }
+
+  /** Target: `ratio` (measured ÷ baseline, e.g. throughputs) is at least `bound`. */
+  atLeast(label: string, ratio: number, bound: number): boolean {
+    return this.#check(label, ratio, `at least ${bound}x`, ratio >= bound);
+  }
+
+  /** The labels of the targets missed so far. */
+  get missed(): readonly string[] {
+    return this.#missed;
+  }
+
+  /** Prints whether every target was met (naming the missed ones). */
+  summarize(): void {
+    console.log(
+      this.#missed.length === 0
+        ? "\nEvery target met."
+        : `\nMISSED: ${this.#missed.join("; ")} (exit code 1)`,
+    );
+  }
+
+  #check(label: string, ratio: number, bound: string, holds: boolean): boolean {
+    // NaN (a baseline of zero, a failed measurement) is never met.
+    const met = Number.isFinite(ratio) && holds;
+    const shown = Math.abs(ratio) < 0.1 ? ratio.toFixed(3) : ratio.toFixed(2);
+    console.log(
+      `target  ${label.padEnd(52)} ${`${shown}x`.padStart(8)} (${bound})  ${
+        met ? "met" : "MISSED"
+      }`,
+    );
+    if (!met) {
+      this.#missed.push(label);
+      Deno.exitCode = 1;
+    }
+    return met;
+  }
+}

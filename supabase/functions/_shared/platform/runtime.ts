@@ -1,0 +1,117 @@
+/**
+ * The runtime: validated configuration plus the long-lived dependencies built
+ * from it (database pool, token verifier, service clients, caches). One per
+ * isolate in production; tests and the local server build their own and hand
+ * it to handlers with `handler.with(runtime)`.
+ *
+ * Heavy dependencies load on first use, not at cold start: the database
+ * driver when the first query runs. The service clients (`payproc.ts`,
+ * `storage.ts`, `aimodel.ts`) are not referenced here at all: the code that
+ * calls one imports it and keeps its client in {@linkcode Runtime.cache},
+ * so a function that never calls a service never loads its SDK.
+ *
+ * @module
+ */
+import { TokenVerifier } from "./tokens.ts";
+import { Db } from "./db.ts";
+import { Env } from "./env.ts";
+import { CorsPolicy, type HeaderPairs, securityHeaders } from "./headers.ts";
+import { Logger, type LogSink } from "./log.ts";
+import type { PageFetchOptions } from "./web/page_fetch.ts";
+
+/** Options of a {@linkcode Runtime}. */
+export interface RuntimeOptions {
+  /** Receives the log lines (default: stdout/stderr as JSON). */
+  logSink?: LogSink;
+  /** The clock jobs and deadlines read (default: the system clock); tests inject one. */
+  clock?: () => Date;
+  /**
+   * How pages are fetched for analysis (resolver, connector, limits). Tests
+   * inject a stub resolver and connector here, or `allowLoopback` to reach a
+   * server of their own on 127.0.0.1; a deployment never sets these (they
+   * are not read from the environment).
+   */
+  pageFetch?: Partial<PageFetchOptions>;
+}
+
+/** Configuration and lazily built dependencies shared by every request. */
+export class Runtime {
+  /** Validated configuration. */
+  readonly env: Env;
+  /** The base logger. */
+  readonly log: Logger;
+  /** Security headers sent on every response. */
+  readonly securityHeaders: Readonly<Record<string, string>>;
+  /** The CORS policy. */
+  readonly cors: CorsPolicy;
+  /** Named caches that live as long as the isolate (e.g. price ids). */
+  readonly caches = new Map<string, unknown>();
+  private readonly securityPairs: HeaderPairs;
+  private db?: Db;
+  private verifier?: TokenVerifier;
+  private readonly clock: () => Date;
+  /** Overrides of the page fetcher's defaults (tests only; see {@linkcode RuntimeOptions.pageFetch}). */
+  readonly pageFetch: Readonly<Partial<PageFetchOptions>>;
+
+  /** Validates `source` (fails on malformed values, never on missing secrets). */
+  constructor(source: Record<string, string | undefined>, options: RuntimeOptions = {}) {
+    this.env = new Env(source);
+    this.clock = options.clock ?? (() => new Date());
+    this.pageFetch = Object.freeze({ ...options.pageFetch });
+    this.log = new Logger(this.env.values.LOG_LEVEL, {}, options.logSink);
+    this.securityHeaders = Object.freeze(
+      securityHeaders({ supabaseUrl: this.env.values.SUPABASE_URL }),
+    );
+    this.securityPairs = Object.entries(this.securityHeaders);
+    this.cors = new CorsPolicy(this.env.values.ALLOWED_ORIGINS);
+  }
+
+  /**
+   * The headers of every answer, a function's or the local gateway's own:
+   * the security set, CORS for `origin`, and the request id.
+   */
+  responseHeaders(origin: string | null, requestId: string): HeaderPairs {
+    return [...this.securityPairs, ...this.cors.headersFor(origin), ["X-Request-Id", requestId]];
+  }
+
+  /** The database; 503 `not_configured` without `SUPABASE_DB_URL`. */
+  get database(): Db {
+    this.db ??= new Db(this.env.require("SUPABASE_DB_URL"), this.env.values.DB_POOL_MAX);
+    return this.db;
+  }
+
+  /** The bearer credential verifier. */
+  get tokens(): TokenVerifier {
+    this.verifier ??= new TokenVerifier(this.env);
+    return this.verifier;
+  }
+
+  /** The current time by the runtime's clock (injectable for tests). */
+  now(): Date {
+    return this.clock();
+  }
+
+  /** A named cache, created on first use by `create`. */
+  cache<T>(name: string, create: () => T): T {
+    let value = this.caches.get(name) as T | undefined;
+    if (value === undefined) {
+      value = create();
+      this.caches.set(name, value);
+    }
+    return value;
+  }
+
+  /** Releases the database pool. */
+  async close(): Promise<void> {
+    await this.db?.close();
+    this.db = undefined;
+  }
+}
+
+let processRuntime: Runtime | undefined;
+
+/** The runtime of this isolate, built from `Deno.env` on first use. */
+export function defaultRuntime(): Runtime {
+  processRuntime ??= new Runtime(Deno.env.toObject());
+  return processRuntime;
+}
