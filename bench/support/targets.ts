@@ -6,7 +6,7 @@
  * ratios to it; the absolute figures are printed as information. Every
  * target prints one line the same way:
  *
- *     target  first run ÷ bare insert, N = 100000   8.41x (at most 20x)  met
+ *     target  fold ÷ bare statement, batch 1000000     1.42x (at most 2.5x)  met
  *
  * and a missed one makes the benchmark exit non-zero ({@linkcode Deno.exitCode}
  * 1, so the benchmark still cleans up before it exits).
