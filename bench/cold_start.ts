@@ -7,14 +7,16 @@
  * run. Transpiled modules are cached first (one unmeasured run each), as a
  * deployed function's bundle is. No database or service is configured, so
  * the answer is the factory's (200, 400, 403 or 503) and what is measured is
- * what the function loads before it can answer: its own catalog entry and
- * the modules on its path, while the heavy libraries (the SDKs, `pdf-lib`,
- * the page extractor) load on first use.
+ * what the function loads before it can answer: its declaration and the
+ * modules on its path, while the heavy libraries (zod, `jose`, the SDKs,
+ * `pdf-lib`, the page extractor) load on first use.
  *
  * Targets (ratios to the bare module; see `support/targets.ts`): every
- * function that takes no body (its catalog entry has no `input`; it need
- * not load zod at all) within 2x, the median of all functions within 2.5x,
- * none above 3x. A missed target exits 1.
+ * function that takes no body (its catalog entry has no `input`) within 2x,
+ * the median of all functions within 2.5x, none above 3x. A missed target
+ * exits 1. No function loads zod at cold start (its input schema loads on
+ * the first request that passes its access rule), nor `jose`, the SDKs or
+ * `pdf-lib` (`tests/functions/_cold_start/imports.test.ts`).
  *
  * It also bundles each function's `index.ts` with `deno bundle` (esbuild,
  * npm packages included, code-split at dynamic imports) and reports the

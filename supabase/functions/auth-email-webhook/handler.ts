@@ -17,14 +17,7 @@
  *
  * @module
  */
-import {
-  hookEmailRequest,
-  hookErrorBody,
-  hookSendFailure,
-  verifyAuthHook,
-} from "../_shared/email/auth_hook.ts";
-import { sendEmail } from "../_shared/email/send.ts";
-import { authEmailMessage, authEmails } from "../_shared/email/templates/auth.ts";
+import { hookErrorBody, verifyAuthHook } from "../_shared/email/auth_hook.ts";
 import { defineFunction } from "../_shared/platform/function.ts";
 
 export default defineFunction({
@@ -36,13 +29,9 @@ export default defineFunction({
   errorBody: hookErrorBody,
   async handle({ ctx, request, rawBody }) {
     const { webhookId, payload } = await verifyAuthHook(ctx.env, request.headers, rawBody);
-    const emails = authEmails(hookEmailRequest(payload), ctx.env);
-    for (const [index, email] of emails.entries()) {
-      const key = `auth-hook:${webhookId}:${index}`;
-      const outcome = await sendEmail(ctx, authEmailMessage(email, ctx.env.values.SITE_URL, key));
-      const failure = hookSendFailure(outcome);
-      if (failure) throw failure;
-    }
+    // The templates and the sender load with the first verified delivery.
+    const { sendAuthHookEmails } = await import("../_shared/email/auth_hook_send.ts");
+    await sendAuthHookEmails(ctx, webhookId, payload);
     return {};
   },
 });

@@ -96,12 +96,15 @@ Deno.test("analyze-project loads the page extractor and the prompt with its firs
   }
 });
 
-Deno.test("no function loads a service SDK, pdf-lib or a webhook verifier at cold start", async () => {
+Deno.test("no function loads a service SDK, pdf-lib, jose or a webhook verifier at cold start", async () => {
   // The webhook verifiers load Deno's Node compatibility layer (node:crypto,
   // the CommonJS standardwebhooks): tens of milliseconds each.
   const lazy = [
     ...["pg", "stripe", "resend", "@anthropic-ai/sdk", "@supabase/supabase-js", "pdf-lib"],
     ...["standardwebhooks", "node:crypto"],
+    // HS256 tokens (the keys and nearly every user token) verify with
+    // WebCrypto; jose loads with the first ES256/RS256 token.
+    "jose",
   ];
   for (const name of FUNCTION_NAMES) {
     const { atStart } = await modulesOf(handler(name));

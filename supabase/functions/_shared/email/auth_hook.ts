@@ -21,9 +21,7 @@ import type { Webhook } from "standardwebhooks";
 import { refuseUnstorable } from "../platform/body.ts";
 import type { Env } from "../platform/env.ts";
 import { HttpError, invalidInput } from "../platform/errors.ts";
-import { emailFailureError, type EmailOutcome } from "./send.ts";
 import type { AuthHookPayload } from "./auth_hook_payload.ts";
-import type { AuthEmailRequest } from "./templates/auth.ts";
 
 export type { AuthHookPayload } from "./auth_hook_payload.ts";
 
@@ -120,47 +118,6 @@ export async function verifyAuthHook(
     );
   }
   return { webhookId, payload: parsed.data };
-}
-
-/** The user's name for a greeting, from the usual `user_metadata` keys. */
-function nameOf(metadata: Record<string, unknown> | null | undefined): string | undefined {
-  for (const key of ["full_name", "name"]) {
-    const value = metadata?.[key];
-    if (typeof value === "string" && value.trim()) return value.trim().slice(0, 100);
-  }
-  return undefined;
-}
-
-/** What the templates need from a hook body. */
-export function hookEmailRequest(payload: AuthHookPayload): AuthEmailRequest {
-  const { user, email_data: data } = payload;
-  return {
-    action: data.email_action_type,
-    email: user.email,
-    newEmail: user.new_email || undefined,
-    name: nameOf(user.user_metadata),
-    token: data.token,
-    tokenHash: data.token_hash,
-    tokenNew: data.token_new,
-    tokenHashNew: data.token_hash_new,
-    redirectTo: data.redirect_to,
-  };
-}
-
-/**
- * The error a hook delivery answers for one e-mail's `outcome`: the send's
- * own failure, or, for a repeated delivery (same `webhook-id`), a message an
- * earlier delivery failed to send, which must not be reported as sent.
- */
-export function hookSendFailure(outcome: EmailOutcome): HttpError | null {
-  const failure = emailFailureError(outcome);
-  if (failure || outcome.status !== "failed") return failure;
-  return new HttpError(
-    502,
-    "upstream_unavailable",
-    "Cannot send the e-mail: an earlier delivery of this hook failed to send it",
-    { emailLogId: outcome.id },
-  );
 }
 
 /**

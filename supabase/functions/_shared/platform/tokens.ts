@@ -24,20 +24,18 @@
  *
  * @module
  */
-import {
-  base64url,
-  createLocalJWKSet,
-  createRemoteJWKSet,
-  decodeProtectedHeader,
-  errors as joseErrors,
-  type JSONWebKeySet,
-  type JWTPayload,
-  jwtVerify,
-  type JWTVerifyGetKey,
-} from "jose";
+import type { JSONWebKeySet, JWTVerifyGetKey } from "jose";
 import type { Caller } from "./caller.ts";
 import type { Env } from "./env.ts";
 import { HttpError } from "./errors.ts";
+import {
+  base64urlBytes,
+  Hs256Error,
+  hs256Key,
+  type JwtClaims,
+  protectedHeader,
+  verifyHs256,
+} from "./hs256.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -52,6 +50,8 @@ const VERIFIED_CACHE_MS = 60_000;
 
 /**
  * Verifies bearer credentials for one configuration; keys are prepared once.
+ * HS256 tokens are verified with WebCrypto (`hs256.ts`); `jose` loads with
+ * the first ES256/RS256 token, so a cold start does not pay for it.
  * A verified JWT is remembered (by its exact text, so by its signature) until
  * it expires or for a minute, whichever is sooner: the same key on every
  * request is then verified once, not every time.
@@ -59,8 +59,11 @@ const VERIFIED_CACHE_MS = 60_000;
 export class TokenVerifier {
   private readonly verified = new Map<string, { caller: Caller; until: number }>();
   /** HS256 secrets: the configured one, else the `oct` keys of an inline JWKS. */
-  private readonly secrets: Uint8Array[] = [];
-  private readonly jwks?: JWTVerifyGetKey;
+  private readonly secrets: BufferSource[] = [];
+  private hs256Keys?: Promise<CryptoKey[]>;
+  /** The inline JWKS (`SUPABASE_JWKS`), or the project's JWKS URL. */
+  private readonly jwksSource?: JSONWebKeySet | URL;
+  private jwks?: Promise<JWTVerifyGetKey>;
   private readonly opaque: OpaqueKey[] = [];
   private readonly issuer?: string;
 
@@ -77,22 +80,20 @@ export class TokenVerifier {
       // The Supabase CLI's edge runtime passes the legacy secret only as an
       // `oct` key here (apps/cli-go/pkg/config/config.go in
       // github.com/supabase/cli, ResolveJWKS); it counts when no secret is set.
-      const symmetric: Uint8Array[] = [];
+      const symmetric: Array<ReturnType<typeof base64urlBytes>> = [];
       try {
         set = JSON.parse(v.SUPABASE_JWKS) as JSONWebKeySet;
+        if (!Array.isArray(set?.keys)) throw new Error("no keys");
         for (const key of set.keys) {
-          if (key.kty === "oct") symmetric.push(base64url.decode(String(key.k ?? "")));
+          if (key.kty === "oct") symmetric.push(base64urlBytes(String(key.k ?? "")));
         }
       } catch {
         throw new Error('Cannot read configuration: malformed "SUPABASE_JWKS"');
       }
-      this.jwks = createLocalJWKSet(set);
+      this.jwksSource = set;
       if (this.secrets.length === 0) this.secrets.push(...symmetric.filter((k) => k.length > 0));
     } else if (v.SUPABASE_URL) {
-      this.jwks = createRemoteJWKSet(
-        new URL("/auth/v1/.well-known/jwks.json", v.SUPABASE_URL),
-        { cacheMaxAge: 10 * 60_000, cooldownDuration: 30_000, timeoutDuration: 5_000 },
-      );
+      this.jwksSource = new URL("/auth/v1/.well-known/jwks.json", v.SUPABASE_URL);
     }
     // User tokens always carry the issuer; Supabase Auth's is <project URL>/auth/v1.
     this.issuer = v.SUPABASE_JWT_ISSUER ??
@@ -127,9 +128,9 @@ export class TokenVerifier {
     const now = Date.now();
     const remembered = this.verified.get(token);
     if (remembered && remembered.until > now) return remembered.caller;
-    let alg: string | undefined;
+    let alg: unknown;
     try {
-      alg = decodeProtectedHeader(token).alg;
+      alg = protectedHeader(token).alg;
     } catch {
       throw unauthorized("the bearer token is not a valid JWT");
     }
@@ -159,45 +160,62 @@ export class TokenVerifier {
     this.verified.set(token, { caller, until });
   }
 
-  /** HS256 against each secret in turn (a JWKS may hold several `oct` keys). */
-  private async verifyHs256(token: string): Promise<JWTPayload> {
+  /** HS256 against each secret (a JWKS may hold several `oct` keys). */
+  private async verifyHs256(token: string): Promise<JwtClaims> {
     if (this.secrets.length === 0) {
       throw unauthorized("HS256 tokens are not accepted by this project");
     }
-    let failure: unknown;
-    for (const secret of this.secrets) {
-      try {
-        return (await jwtVerify(token, secret, VERIFY_HS256)).payload;
-      } catch (error) {
-        if (!(error instanceof joseErrors.JWSSignatureVerificationFailed)) throw error;
-        failure = error;
-      }
+    this.hs256Keys ??= Promise.all(this.secrets.map(hs256Key));
+    try {
+      return await verifyHs256(token, await this.hs256Keys);
+    } catch (error) {
+      if (!(error instanceof Hs256Error)) throw error;
+      if (error.reason === "expired") throw unauthorized("the token has expired");
+      if (error.reason === "no_expiry") throw unauthorized("the token has no expiry (exp)");
+      throw unauthorized("the token's signature or claims are invalid");
     }
-    throw failure;
   }
 
-  private async verifyJwt(token: string, alg: string | undefined): Promise<JWTPayload> {
+  /** The project's JWKS, built (and `jose` loaded) with the first asymmetric token. */
+  private keySet(): Promise<JWTVerifyGetKey> | undefined {
+    const source = this.jwksSource;
+    if (!source) return undefined;
+    this.jwks ??= import("jose").then((jose) =>
+      source instanceof URL
+        ? jose.createRemoteJWKSet(source, {
+          cacheMaxAge: 10 * 60_000,
+          cooldownDuration: 30_000,
+          timeoutDuration: 5_000,
+        })
+        : jose.createLocalJWKSet(source)
+    );
+    return this.jwks;
+  }
+
+  private async verifyJwt(token: string, alg: unknown): Promise<JwtClaims> {
+    if (alg === "HS256") return await this.verifyHs256(token);
+    if (alg !== "ES256" && alg !== "RS256") {
+      throw unauthorized(`algorithm "${typeof alg === "string" ? alg : "none"}" is not accepted`);
+    }
+    const keySet = this.keySet();
+    if (!keySet) throw unauthorized(`${alg} tokens are not accepted by this project`);
+    const jose = await import("jose");
     try {
-      if (alg === "HS256") return await this.verifyHs256(token);
-      if (alg === "ES256" || alg === "RS256") {
-        if (!this.jwks) throw unauthorized(`${alg} tokens are not accepted by this project`);
-        return (await jwtVerify(token, this.jwks, alg === "ES256" ? VERIFY_ES256 : VERIFY_RS256))
-          .payload;
-      }
-      throw unauthorized(`algorithm "${alg ?? "none"}" is not accepted`);
+      const options = alg === "ES256" ? VERIFY_ES256 : VERIFY_RS256;
+      return (await jose.jwtVerify(token, await keySet, options)).payload as JwtClaims;
     } catch (error) {
-      if (error instanceof HttpError) throw error;
-      if (error instanceof joseErrors.JWTExpired) throw unauthorized("the token has expired");
-      if (error instanceof joseErrors.JWTClaimValidationFailed && error.claim === "exp") {
+      const errors = jose.errors;
+      if (error instanceof errors.JWTExpired) throw unauthorized("the token has expired");
+      if (error instanceof errors.JWTClaimValidationFailed && error.claim === "exp") {
         throw unauthorized("the token has no expiry (exp)");
       }
       if (
-        error instanceof joseErrors.JWKSTimeout || error instanceof joseErrors.JOSEError &&
+        error instanceof errors.JWKSTimeout || error instanceof errors.JOSEError &&
           error.code === "ERR_JWKS_NO_MATCHING_KEY"
       ) {
         throw unauthorized("no key of this project matches the token");
       }
-      if (error instanceof joseErrors.JOSEError) {
+      if (error instanceof errors.JOSEError) {
         throw unauthorized("the token's signature or claims are invalid");
       }
       throw unauthorized("the project's signing keys could not be loaded");
@@ -216,8 +234,7 @@ interface OpaqueKey {
 const ANON: Caller = { kind: "anon" };
 const SERVICE: Caller = { kind: "service" };
 
-/** Verification options: every token must carry an expiry. */
-const VERIFY_HS256 = { algorithms: ["HS256"], requiredClaims: ["exp"] };
+/** Verification options of asymmetric tokens: every token must carry an expiry (HS256: `hs256.ts`). */
 const VERIFY_ES256 = { algorithms: ["ES256"], requiredClaims: ["exp"] };
 const VERIFY_RS256 = { algorithms: ["RS256"], requiredClaims: ["exp"] };
 
@@ -235,7 +252,7 @@ function bearer(authorization: string | null): string {
 }
 
 /** Maps verified claims to a caller by their `role`. */
-function callerFrom(payload: JWTPayload, issuer: string | undefined): Caller {
+function callerFrom(payload: JwtClaims, issuer: string | undefined): Caller {
   const role = payload.role;
   if (role === "anon") return { kind: "anon" };
   if (role === "service_role") return { kind: "service" };
