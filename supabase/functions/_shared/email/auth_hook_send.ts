@@ -39,7 +39,7 @@ function nameOf(metadata: Record<string, unknown> | null | undefined): string | 
 }
 
 /** What the templates need from a hook body. */
-export function hookEmailRequest(payload: AuthHookPayload): AuthEmailRequest {
+function hookEmailRequest(payload: AuthHookPayload): AuthEmailRequest {
   const { user, email_data: data } = payload;
   return {
     action: data.email_action_type,
@@ -59,7 +59,7 @@ export function hookEmailRequest(payload: AuthHookPayload): AuthEmailRequest {
  * own failure, or, for a repeated delivery (same `webhook-id`), a message an
  * earlier delivery failed to send, which must not be reported as sent.
  */
-export function hookSendFailure(outcome: EmailOutcome): HttpError | null {
+function hookSendFailure(outcome: EmailOutcome): HttpError | null {
   const failure = emailFailureError(outcome);
   if (failure || outcome.status !== "failed") return failure;
   return new HttpError(

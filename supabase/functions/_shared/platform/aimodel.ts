@@ -32,13 +32,11 @@ export function loadAimodelSdk(): Promise<AimodelSdk> {
  * `db.tx`.
  */
 export function aimodelFor(ctx: { readonly runtime: Runtime }): Promise<Anthropic> {
-  const { env } = ctx.runtime;
-  env.require("AIMODEL_API_KEY");
-  return ctx.runtime.cache("aimodel", () => createAimodelClient(env));
+  return ctx.runtime.load("aimodel", () => createAimodelClient(ctx.runtime.env));
 }
 
 /** A model client for `env` (see {@linkcode aimodelFor}). */
-export async function createAimodelClient(env: Env): Promise<Anthropic> {
+async function createAimodelClient(env: Env): Promise<Anthropic> {
   const apiKey = env.require("AIMODEL_API_KEY");
   const Sdk = await loadAimodelSdk();
   return new Sdk({

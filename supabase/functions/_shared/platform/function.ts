@@ -402,7 +402,7 @@ function effectiveRateLimit(
 
 /**
  * How a function gets its input schema: a probe's schema as it is, a
- * declared function's from its loader, called once, on first use.
+ * declared function's from its loader, called on first use and then kept.
  */
 function inputLoader(
   input: z.ZodType | (() => Promise<z.ZodType>) | undefined,
@@ -410,7 +410,12 @@ function inputLoader(
   if (input === undefined) return undefined;
   if (typeof input !== "function") return () => Promise.resolve(input);
   let loading: Promise<z.ZodType> | undefined;
-  return () => loading ??= input();
+  // A load that failed is tried again by the next request, not remembered.
+  return () =>
+    loading ??= input().catch((error) => {
+      loading = undefined;
+      throw error;
+    });
 }
 
 /** The body parsed by `schema`; 400 `invalid_input` listing zod's issues otherwise. */

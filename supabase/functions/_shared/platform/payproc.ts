@@ -44,13 +44,11 @@ export function loadPayprocSdk(): Promise<PayprocSdk> {
  * inside `db.tx`: read from the processor first, then write briefly.
  */
 export function payprocFor(ctx: { readonly runtime: Runtime }): Promise<Stripe> {
-  const { env } = ctx.runtime;
-  env.require("PAYPROC_SECRET_KEY");
-  return ctx.runtime.cache("payproc", () => createPayprocClient(env));
+  return ctx.runtime.load("payproc", () => createPayprocClient(ctx.runtime.env));
 }
 
 /** A processor client for `env` (see {@linkcode payprocFor}). */
-export async function createPayprocClient(env: Env): Promise<Stripe> {
+async function createPayprocClient(env: Env): Promise<Stripe> {
   const key = env.require("PAYPROC_SECRET_KEY");
   const Sdk = await loadPayprocSdk();
   const config: Stripe.StripeConfig = {

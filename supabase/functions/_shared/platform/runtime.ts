@@ -7,7 +7,7 @@
  * Heavy dependencies load on first use, not at cold start: the database
  * driver when the first query runs. The service clients (`payproc.ts`,
  * `storage.ts`, `aimodel.ts`) are not referenced here at all: the code that
- * calls one imports it and keeps its client in {@linkcode Runtime.cache},
+ * calls one imports it and keeps its client in {@linkcode Runtime.load},
  * so a function that never calls a service never loads its SDK.
  *
  * @module
@@ -99,6 +99,19 @@ export class Runtime {
       this.caches.set(name, value);
     }
     return value;
+  }
+
+  /**
+   * What `create` resolves to, made on first use and kept under `name` (a
+   * service client); a failed attempt is forgotten, so the next call tries
+   * again instead of failing for the isolate's lifetime.
+   */
+  load<T>(name: string, create: () => Promise<T>): Promise<T> {
+    return this.cache(name, () =>
+      create().catch((error) => {
+        this.caches.delete(name);
+        throw error;
+      }));
   }
 
   /** Releases the database pool. */

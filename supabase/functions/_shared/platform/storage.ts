@@ -21,14 +21,11 @@ export type StorageClient = SupabaseClient["storage"];
  * `not_configured` without its settings. Never call it inside `db.tx`.
  */
 export function storageFor(ctx: { readonly runtime: Runtime }): Promise<StorageClient> {
-  const { env } = ctx.runtime;
-  env.require("SUPABASE_URL");
-  env.require("SUPABASE_SERVICE_ROLE_KEY");
-  return ctx.runtime.cache("storage", () => createStorageClient(env));
+  return ctx.runtime.load("storage", () => createStorageClient(ctx.runtime.env));
 }
 
 /** A Storage client for `env` (see {@linkcode storageFor}). */
-export async function createStorageClient(env: Env): Promise<StorageClient> {
+async function createStorageClient(env: Env): Promise<StorageClient> {
   const { createClient } = await import("@supabase/supabase-js");
   const client = createClient(
     env.require("SUPABASE_URL"),

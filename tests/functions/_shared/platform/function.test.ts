@@ -337,3 +337,60 @@ Deno.test("createFunction: errorBody shapes every failure of a function with its
   assert.equal((await wrongMethod.json()).error.http_code, 405);
   assert.equal(wrongMethod.headers.get("allow"), "POST, OPTIONS");
 });
+
+sqlTest(
+  "a declared input schema loads on the first call that passes access, once; a failed load is tried again",
+  async () => {
+    let loads = 0;
+    const fn = defineFunction({
+      name: "send-email",
+      access: "system",
+      group: "notifications",
+      summary: "A probe whose schema fails to load once",
+      input: () => {
+        loads++;
+        return loads === 1
+          ? Promise.reject(new Error("module not reachable"))
+          : Promise.resolve(z.object({ note: z.string() }));
+      },
+      output: "SendEmailOutput",
+      handle: ({ input }) => ({ note: input.note }) as never,
+    });
+    // Refused before the body is looked at: nothing is loaded.
+    assert.equal(
+      (await invoke(fn, runtime, { token: keys.anonKey, body: { note: "x" } })).status,
+      403,
+    );
+    assert.equal(loads, 0);
+    const failed = await invoke(fn, runtime, { token: keys.serviceKey, body: { note: "x" } })
+      .catch((error: Error) => error);
+    assert.ok(
+      failed instanceof Error || failed.status === 500,
+      "the failed load fails the request",
+    );
+    for (const note of ["a", "b"]) {
+      const res = await fn.with(runtime)(
+        new Request("http://127.0.0.1/send-email", {
+          method: "POST",
+          headers: { authorization: `Bearer ${keys.serviceKey}` },
+          body: JSON.stringify({ note }),
+        }),
+      );
+      assert.deepEqual([res.status, await res.json()], [200, { note }]);
+    }
+    assert.equal(loads, 2, "loaded again after the failure, then kept");
+  },
+);
+
+Deno.test("Runtime.load() keeps what it made and forgets a failure", async () => {
+  const runtime = new Runtime({ LOG_LEVEL: "silent" });
+  let made = 0;
+  const create = () => {
+    made++;
+    return made === 1 ? Promise.reject(new Error("down")) : Promise.resolve({ client: made });
+  };
+  await assert.rejects(runtime.load("probe", create), /down/);
+  assert.deepEqual(await runtime.load("probe", create), { client: 2 });
+  assert.deepEqual(await runtime.load("probe", create), { client: 2 });
+  assert.equal(made, 2);
+});
