@@ -12,6 +12,10 @@
  *   sandboxed `<iframe srcdoc>` (no `allow-scripts`: a message's scripts
  *   never run) and the text part. `/_local/mail/<id>.json` or
  *   `?format=json`: the message as JSON.
+ * - `GET /_local/mail/samples`: one sample of every e-mail type, rendered
+ *   from the real templates (`local/mail_samples.ts`), nothing sent or
+ *   stored; `/_local/mail/samples/<type>` shows one like a message. Both
+ *   have `.json` and `?format=json` forms.
  *
  * Only the local gateway serves it (`createGateway({ mail: true })` with
  * `LOCAL_DEV=true`). Every value is HTML-escaped; the pages carry the
@@ -21,19 +25,29 @@
  *
  * @module
  */
-import { EMAIL_SEND_STATUSES, type EmailSendStatus } from "../shared/notifications.ts";
+import {
+  EMAIL_SEND_STATUSES,
+  EMAIL_TYPES,
+  type EmailSendStatus,
+  type EmailType,
+} from "../shared/notifications.ts";
+import { MAIL_SAMPLES, type MailSample, mailSample, SAMPLE_SITE_URL } from "./mail_samples.ts";
 import type { Sql } from "../supabase/functions/_shared/platform/db.ts";
 import { html, join, type SafeHtml } from "../supabase/functions/_shared/email/html.ts";
 import { HttpError } from "../supabase/functions/_shared/platform/errors.ts";
 import { type HeaderPairs, requestIdOf } from "../supabase/functions/_shared/platform/headers.ts";
 import { describeError } from "../supabase/functions/_shared/platform/log.ts";
 import type { Runtime } from "../supabase/functions/_shared/platform/runtime.ts";
+import { isLoopbackHost } from "./loopback.ts";
 
 /** Where the viewer is served. */
 export const MAIL_VIEWER_PATH = "/_local/mail";
 
 /** The most messages the list shows (the newest). */
 export const MAIL_LIST_LIMIT = 200;
+
+/** Where the sample e-mails are listed. */
+export const MAIL_SAMPLES_PATH = `${MAIL_VIEWER_PATH}/samples`;
 
 /** Methods the viewer answers. */
 export const MAIL_VIEWER_METHODS = "GET, HEAD";
@@ -112,6 +126,31 @@ export interface MailMessage {
   html: string | null;
   /** The text part (cleared with `html`). */
   text: string | null;
+}
+
+/** One sample in the JSON list of samples. */
+export interface MailSampleSummary {
+  type: EmailType;
+  /** When an e-mail of this type is sent. */
+  description: string;
+  subject: string;
+  /** The notification type whose e-mail preference it honours; null: always sent. */
+  preference: string | null;
+  /** The sample's page. */
+  url: string;
+}
+
+/** The JSON list of samples: every e-mail type, in the order of `EMAIL_TYPES`. */
+export interface MailSampleList {
+  samples: MailSampleSummary[];
+  /** Where the samples' links point (the frontend). */
+  siteUrl: string;
+}
+
+/** One sample as JSON: its summary with the rendered parts. */
+export interface MailSampleMessage extends MailSampleSummary {
+  html: string;
+  text: string;
 }
 
 interface SummaryRow {
@@ -218,6 +257,16 @@ export function createMailViewer(
         const list = await readList(db(), status);
         return answer(200, route.json ? JSON.stringify(list) : listPage(list), route.json);
       }
+      if (route.kind === "samples") {
+        const list = sampleList();
+        return answer(200, route.json ? JSON.stringify(list) : samplesPage(list), route.json);
+      }
+      if (route.kind === "sample") {
+        const sample = mailSample(route.type);
+        if (!sample) throw noSuchSample(route.type);
+        const message = sampleOf(sample);
+        return answer(200, route.json ? JSON.stringify(message) : samplePage(message), route.json);
+      }
       if (route.kind === "message") {
         // A sign-in e-mail's body is kept apart from email_logs (admins read
         // that table; the links are credentials): the viewer, on the service
@@ -255,6 +304,8 @@ export function createMailViewer(
 type Route =
   | { kind: "list"; json: boolean }
   | { kind: "message"; id: string; json: boolean }
+  | { kind: "samples"; json: boolean }
+  | { kind: "sample"; type: string; json: boolean }
   | { kind: "unknown"; segment: string; json: boolean };
 
 function routeOf(url: URL): Route {
@@ -262,6 +313,10 @@ function routeOf(url: URL): Route {
   const rest = url.pathname.slice(MAIL_VIEWER_PATH.length);
   if (rest === "" || rest === "/") return { kind: "list", json: asJson };
   if (rest === ".json") return { kind: "list", json: true };
+  if (rest === "/samples" || rest === "/samples/") return { kind: "samples", json: asJson };
+  if (rest === "/samples.json") return { kind: "samples", json: true };
+  const sample = /^\/samples\/([^/]+?)(\.json)?$/.exec(rest);
+  if (sample) return { kind: "sample", type: sample[1]!, json: asJson || !!sample[2] };
   const segment = rest.slice(1);
   const match = /^([^/]+?)(\.json)?$/.exec(segment);
   if (match && UUID.test(match[1]!)) {
@@ -272,6 +327,14 @@ function routeOf(url: URL): Route {
 
 function noSuchMessage(id: string): HttpError {
   return new HttpError(404, "not_found", `No e-mail "${id}" in email_logs`);
+}
+
+function noSuchSample(type: string): HttpError {
+  return new HttpError(
+    404,
+    "not_found",
+    `No sample e-mail "${type}": the types are listed at ${MAIL_SAMPLES_PATH}`,
+  );
 }
 
 function statusFilter(value: string | null): EmailSendStatus | null {
@@ -285,12 +348,6 @@ function statusFilter(value: string | null): EmailSendStatus | null {
     );
   }
   return known;
-}
-
-/** A loopback host name: a page on another name (DNS rebinding) reads nothing. */
-function isLoopbackHost(hostname: string): boolean {
-  return hostname === "localhost" || hostname.endsWith(".localhost") ||
-    hostname === "[::1]" || /^127(\.\d{1,3}){3}$/.test(hostname);
 }
 
 async function readList(sql: Sql, status: EmailSendStatus | null): Promise<MailList> {
@@ -318,6 +375,30 @@ async function readList(sql: Sql, status: EmailSendStatus | null): Promise<MailL
     limit: MAIL_LIST_LIMIT,
     status,
   };
+}
+
+function sampleSummary(sample: MailSample, subject: string): MailSampleSummary {
+  return {
+    type: sample.type,
+    description: sample.description,
+    subject,
+    preference: EMAIL_TYPES[sample.type],
+    url: `${MAIL_SAMPLES_PATH}/${sample.type}`,
+  };
+}
+
+function sampleList(): MailSampleList {
+  return {
+    samples: Object.values(MAIL_SAMPLES).map((sample) =>
+      sampleSummary(sample, sample.render().subject)
+    ),
+    siteUrl: SAMPLE_SITE_URL,
+  };
+}
+
+function sampleOf(sample: MailSample): MailSampleMessage {
+  const rendered = sample.render();
+  return { ...sampleSummary(sample, rendered.subject), html: rendered.html, text: rendered.text };
 }
 
 function messageOf(row: MessageRow): MailMessage {
@@ -385,7 +466,7 @@ function page(title: string, nav: SafeHtml, body: SafeHtml): string {
     ${STYLE}
       </head>
       <body>
-        <header><h1>Local mail</h1>${nav}</header>
+        <header><a href="/_local/">Console</a><h1>Local mail</h1>${nav}</header>
         <main>
     ${body}
         </main>
@@ -408,6 +489,7 @@ function listPage(list: MailList): string {
   const query = list.status ? `?status=${list.status}` : "";
   const nav = html`<a href="${MAIL_VIEWER_PATH}">All</a>
 <a href="${MAIL_VIEWER_PATH}?status=captured">Captured</a>
+<a href="${MAIL_SAMPLES_PATH}">Samples</a>
 <a href="${MAIL_VIEWER_PATH}${query}">Refresh</a>
 <a href="${MAIL_VIEWER_PATH}.json${query}">JSON</a>`;
   const rows = list.messages.map((m) =>
@@ -495,21 +577,80 @@ ${field("Written", time(m.createdAt))}
 ${field("Sent", time(m.sentAt))}
 ${m.error ? field("Error", m.error) : ""}
 </dl>
-<h2>HTML</h2>
+${bodyParts(m.html, m.text)}`;
+  return page(`${m.subject} — Local mail`, nav, body);
+}
+
+/**
+ * A message's two parts: the HTML in the sandboxed frame, the text part as
+ * preformatted text (null: not kept).
+ */
+function bodyParts(markup: string | null, text: string | null): SafeHtml {
+  return html`<h2>HTML</h2>
 ${
-    m.html === null
+    markup === null
       ? html`<p class="muted">No HTML body kept (the sender clears it once the provider has the message).</p>`
       : html`
         <iframe sandbox="${MAIL_IFRAME_SANDBOX}" referrerpolicy="no-referrer" title="HTML body of the message"
-          srcdoc="${srcdocOf(m.html)}"></iframe>
+          srcdoc="${srcdocOf(markup)}"></iframe>
       `
   }
 <h2>Text</h2>
 ${
-    m.text === null ? html`<p class="muted">No text part kept.</p>` : html`<pre>
-${m.text}</pre>`
+    text === null ? html`<p class="muted">No text part kept.</p>` : html`<pre>
+${text}</pre>`
   }`;
-  return page(`${m.subject} — Local mail`, nav, body);
+}
+
+function samplesPage(list: MailSampleList): string {
+  const nav = html`<a href="${MAIL_VIEWER_PATH}">All mail</a>
+<a href="${MAIL_SAMPLES_PATH}.json">JSON</a>`;
+  const rows = list.samples.map((s) =>
+    html`
+      <tr>
+        <td><a href="${s.url}">${s.type}</a></td>
+        <td>${s.subject}</td>
+        <td>${s.description}</td>
+      </tr>
+    `
+  );
+  const body = html`
+    <p class="muted">One sample of each of the ${list.samples
+      .length} e-mail types, rendered from the
+    templates with made-up data (links on ${list.siteUrl}); nothing is sent or stored.</p>
+    <table>
+      <thead>
+        <tr>
+          <th>Type</th>
+          <th>Subject</th>
+          <th>Sent when</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${join(rows, html`\n`)}
+          </tbody>
+    </table>
+  `;
+  return page("Sample e-mails — Local mail", nav, body);
+}
+
+function samplePage(s: MailSampleMessage): string {
+  const nav = html`<a href="${MAIL_VIEWER_PATH}">All mail</a>
+<a href="${MAIL_SAMPLES_PATH}">Samples</a>
+<a href="${s.url}.json">JSON</a>`;
+  const field = (label: string, value: string) =>
+    html`
+      <dt>${label}</dt>
+      <dd>${value}</dd>
+    `;
+  const body = html`<dl>
+${field("Subject", s.subject)}
+${field("Type", s.type)}
+${field("Sent when", s.description)}
+${field("Preference", s.preference ?? "none: always sent")}
+</dl>
+${bodyParts(s.html, s.text)}`;
+  return page(`${s.subject} — Sample — Local mail`, nav, body);
 }
 
 function errorPage(error: HttpError): string {

@@ -6,7 +6,11 @@ import {
   MAIL_VIEWER_CSP,
   type MailList,
   type MailMessage,
+  type MailSampleList,
+  type MailSampleMessage,
 } from "../../local/mail_viewer.ts";
+import { MAIL_SAMPLES, SAMPLE_SITE_URL } from "../../local/mail_samples.ts";
+import { EMAIL_TYPES, type EmailType } from "../../shared/notifications.ts";
 import handler from "../../supabase/functions/send-email/handler.ts";
 import sendAuthEmail from "../../supabase/functions/send-auth-email/handler.ts";
 import { escapeHtml } from "../../supabase/functions/_shared/email/html.ts";
@@ -270,14 +274,22 @@ sqlTest("mail viewer answers 404 for an unknown or malformed id, HTML or JSON", 
 
 sqlTest("mail viewer answers GET and HEAD; other methods are 405 with Allow", async () => {
   const id = await insertMail({ subject: "for HEAD" });
-  for (const path of ["/_local/mail", `/_local/mail/${id}`, "/_local/mail.json"]) {
+  for (
+    const path of [
+      "/_local/mail",
+      `/_local/mail/${id}`,
+      "/_local/mail.json",
+      "/_local/mail/samples",
+      "/_local/mail/samples/welcome.json",
+    ]
+  ) {
     const head = await get(path, { method: "HEAD" });
     assert.equal(head.status, 200, path);
     assert.equal(await head.text(), "", path);
     assert.ok(head.headers.get("content-type"), path);
   }
   for (const method of ["POST", "PUT", "DELETE", "PATCH", "OPTIONS"]) {
-    for (const path of ["/_local/mail", `/_local/mail/${id}`]) {
+    for (const path of ["/_local/mail", `/_local/mail/${id}`, "/_local/mail/samples/welcome"]) {
       const res = await get(path, { method });
       assert.equal(res.status, 405, `${method} ${path}`);
       assert.equal(res.headers.get("allow"), "GET, HEAD", `${method} ${path}`);
@@ -300,7 +312,16 @@ sqlTest(
     });
     await own.body?.cancel();
     for (
-      const path of ["/_local/mail", `/_local/mail/${id}`, "/_local/mail.json", "/_local/mail/x"]
+      const path of [
+        "/_local/mail",
+        `/_local/mail/${id}`,
+        "/_local/mail.json",
+        "/_local/mail/x",
+        "/_local/mail/samples",
+        "/_local/mail/samples/auth_magiclink",
+        "/_local/mail/samples.json",
+        "/_local/mail/samples/nope",
+      ]
     ) {
       const res = await get(path, {
         headers: { origin: "https://evil.example", "x-request-id": "req-mail" },
@@ -330,9 +351,11 @@ sqlTest(
 );
 
 sqlTest("mail viewer answers only a loopback Host (a rebound name reads nothing)", async () => {
-  const res = await gateway(new Request("http://rebound.example:54321/_local/mail.json"));
-  assert.equal(res.status, 403);
-  assert.equal((await res.json()).error.code, "forbidden");
+  for (const path of ["/_local/mail.json", "/_local/mail/samples/auth_signup.json"]) {
+    const res = await gateway(new Request(`http://rebound.example:54321${path}`));
+    assert.equal(res.status, 403, path);
+    assert.equal((await res.json()).error.code, "forbidden", path);
+  }
   const local = await gateway(new Request("http://localhost:54321/_local/mail.json"));
   assert.equal(local.status, 200);
   await local.body?.cancel();
@@ -361,7 +384,13 @@ sqlTest(
     try {
       for (const gw of [gatewayOn(notLocal), gatewayOn(runtime, false)]) {
         for (
-          const path of ["/_local/mail", "/_local/mail.json", `/_local/mail/${crypto.randomUUID()}`]
+          const path of [
+            "/_local/mail",
+            "/_local/mail.json",
+            `/_local/mail/${crypto.randomUUID()}`,
+            "/_local/mail/samples",
+            "/_local/mail/samples/welcome",
+          ]
         ) {
           const res = await gw(new Request(`http://127.0.0.1${path}`));
           assert.equal(res.status, 404, path);
@@ -373,3 +402,136 @@ sqlTest(
     }
   },
 );
+
+/** How many rows `email_logs` has: the samples pages write none. */
+async function mailCount(): Promise<number> {
+  const { rows } = await db.pool.query<{ n: number }>(
+    "select count(*)::int as n from public.email_logs",
+  );
+  return rows[0]!.n;
+}
+
+sqlTest("mail viewer lists a sample of every e-mail type, as HTML and as JSON", async () => {
+  const before = await mailCount();
+  const types = Object.keys(EMAIL_TYPES) as EmailType[];
+  for (const [key, sample] of Object.entries(MAIL_SAMPLES)) {
+    assert.equal(sample.type, key, "each sample is filed under its own type");
+  }
+
+  const list = await page("/_local/mail");
+  assert.ok(list.includes('<a href="/_local/mail/samples">Samples</a>'), "the nav links them");
+
+  const html = await page("/_local/mail/samples");
+  assert.match(html, /<th>Type<\/th><th>Subject<\/th><th>Sent when<\/th>/);
+  for (const type of types) {
+    const sample = MAIL_SAMPLES[type];
+    const row = `<tr><td><a href="/_local/mail/samples/${type}">${type}</a></td><td>${
+      escapeHtml(sample.render().subject)
+    }</td><td>${escapeHtml(sample.description)}</td></tr>`;
+    assert.ok(html.includes(row), row);
+  }
+  assert.doesNotMatch(html, /<b>|<script/i, "subjects with markup are text");
+
+  for (const path of ["/_local/mail/samples.json", "/_local/mail/samples?format=json"]) {
+    const samples = await json<MailSampleList>(path);
+    assert.equal(samples.siteUrl, SAMPLE_SITE_URL);
+    assert.deepEqual(samples.samples.map((s) => s.type), types, `${path}: every type, in order`);
+    for (const s of samples.samples) {
+      assert.equal(s.subject, MAIL_SAMPLES[s.type].render().subject, s.type);
+      assert.equal(s.description, MAIL_SAMPLES[s.type].description, s.type);
+      assert.equal(s.preference, EMAIL_TYPES[s.type], s.type);
+      assert.equal(s.url, `/_local/mail/samples/${s.type}`);
+    }
+  }
+  assert.equal(await mailCount(), before, "nothing is written");
+});
+
+sqlTest(
+  "mail viewer shows a sample like a message: headers, sandboxed HTML, text part",
+  async () => {
+    const before = await mailCount();
+    const rendered = MAIL_SAMPLES.listing_resubmission.render();
+    const html = await page("/_local/mail/samples/listing_resubmission");
+    const iframe = /<iframe [^>]*>/.exec(html)?.[0] ?? "";
+    assert.ok(iframe.includes(`sandbox="${MAIL_IFRAME_SANDBOX}"`), iframe);
+    assert.doesNotMatch(iframe, /allow-scripts|allow-same-origin/);
+    const srcdoc = /srcdoc="([^"]*)"/.exec(iframe)?.[1];
+    assert.equal(
+      srcdoc,
+      escapeHtml(rendered.html.replace("<head>", '<head><base target="_blank">')),
+      "the sample's HTML, escaped, links opening outside the frame",
+    );
+    assert.ok(html.includes(`<pre>\n${escapeHtml(rendered.text)}</pre>`), "the text part");
+    for (
+      const field of [
+        `<dt>Subject</dt><dd>${escapeHtml(rendered.subject)}</dd>`,
+        "<dt>Type</dt><dd>listing_resubmission</dd>",
+        `<dt>Sent when</dt><dd>${escapeHtml(MAIL_SAMPLES.listing_resubmission.description)}</dd>`,
+        "<dt>Preference</dt><dd>listing_review</dd>",
+      ]
+    ) {
+      assert.ok(html.includes(field), field);
+    }
+    assert.ok(
+      html.includes(`<title>${escapeHtml(rendered.subject)} — Sample — Local mail</title>`),
+    );
+    assert.doesNotMatch(html, /<b>/, "the title's markup is never markup on the page");
+    assert.ok(html.includes('<a href="/_local/mail/samples/listing_resubmission.json">JSON</a>'));
+    assert.match(
+      await page("/_local/mail/samples/auth_signup"),
+      /<dt>Preference<\/dt><dd>none: always sent<\/dd>/,
+    );
+
+    for (const type of Object.keys(EMAIL_TYPES) as EmailType[]) {
+      const expected = MAIL_SAMPLES[type].render();
+      for (
+        const path of [
+          `/_local/mail/samples/${type}.json`,
+          `/_local/mail/samples/${type}?format=json`,
+        ]
+      ) {
+        const sample = await json<MailSampleMessage>(path);
+        assert.equal(sample.type, type, path);
+        assert.equal(sample.subject, expected.subject, path);
+        assert.equal(sample.html, expected.html, path);
+        assert.equal(sample.text, expected.text, path);
+        assert.equal(sample.preference, EMAIL_TYPES[type], path);
+      }
+      assert.ok((await page(`/_local/mail/samples/${type}`)).includes("<iframe "), type);
+    }
+    assert.equal(await mailCount(), before, "nothing is written");
+  },
+);
+
+sqlTest("mail viewer answers 404 for a sample type it does not know, HTML or JSON", async () => {
+  for (
+    const path of [
+      "/_local/mail/samples/nope",
+      "/_local/mail/samples/<script>",
+      "/_local/mail/samples/%3Cscript%3E",
+      "/_local/mail/samples/__proto__",
+      "/_local/mail/samples/toString",
+      "/_local/mail/samples/welcome/more",
+      "/_local/mail/samples/WELCOME",
+    ]
+  ) {
+    const res = await get(path);
+    assert.equal(res.status, 404, path);
+    assert.equal(res.headers.get("content-type"), "text/html; charset=utf-8", path);
+    const text = await res.text();
+    assert.match(text, /404 not_found/, path);
+    assert.doesNotMatch(text, /<script/i, path);
+  }
+  for (
+    const path of [
+      "/_local/mail/samples/nope.json",
+      "/_local/mail/samples/constructor?format=json",
+    ]
+  ) {
+    const res = await get(path);
+    assert.equal(res.status, 404, path);
+    const body = await res.json();
+    assert.equal(body.error.code, "not_found", path);
+    assert.match(body.error.message, /\/_local\/mail\/samples/, path);
+  }
+});

@@ -49,6 +49,15 @@ export function absoluteLink(link: string, siteUrl: string | undefined): string 
   return link;
 }
 
+/**
+ * The line break after each block of the HTML part. It is interpolated, never
+ * written as `\n` inside an `html` template: `deno fmt` formats the HTML of a
+ * multi-line `html` template and rewrites its `\n` as `\\n`, which put a
+ * literal "\n" under every quote and button (docs/email-and-notifications.md,
+ * "Sample e-mails", has the browser test that reads each message).
+ */
+const NL = "\n";
+
 const lines = (text: string): SafeHtml[] =>
   text.split("\n").map((line, i) => i === 0 ? html`${line}` : html`<br>${line}`);
 
@@ -76,17 +85,19 @@ export function renderEmail(content: EmailContent, siteUrl?: string): RenderedEm
         <div style="max-width:560px;margin:0 auto;background:#ffffff;border-radius:8px;padding:32px">
     <h1 style="font-size:20px;margin:0 0 16px">${content.heading}</h1>
     ${content.paragraphs.map((p) =>
-      html`<p style="line-height:1.5;margin:0 0 12px">${lines(p)}</p>\n`
+      html`<p style="line-height:1.5;margin:0 0 12px">${lines(p)}</p>${NL}`
     )}
     ${content.quote === undefined ? "" : html`
       <blockquote
         style="margin:0 0 16px;padding:8px 16px;border-left:3px solid #d4d4d8;color:#3f3f46">${lines(
           content.quote,
-        )}</blockquote>\\n
+        )}</blockquote>${NL}
     `}
-    ${content.code === undefined
-      ? ""
-      : html`<p style="font-size:28px;letter-spacing:4px;font-weight:bold;margin:16px 0">${content.code}</p>\n`}
+    ${content.code === undefined ? "" : html`
+      <p
+        style="font-size:28px;letter-spacing:4px;font-weight:bold;margin:16px 0">${content
+          .code}</p>${NL}
+    `}
     ${items.length === 0
       ? ""
       : html`<ul style="padding-left:20px;margin:0 0 16px">${
@@ -95,7 +106,7 @@ export function renderEmail(content: EmailContent, siteUrl?: string): RenderedEm
             item.url ? html`<a href="${safeHref(item.url)}">${item.title}</a>` : item.title
           }${item.detail ? html`<br><span style="color:#52525b">${item.detail}</span>` : ""}</li>`
         )
-      }</ul>\n`}
+      }</ul>${NL}`}
     ${action
       ? html`
         <p
@@ -104,12 +115,12 @@ export function renderEmail(content: EmailContent, siteUrl?: string): RenderedEm
           )}" style="background:#18181b;color:#ffffff;padding:12px 20px;border-radius:6px;text-decoration:none">${action
             .label}</a></p>
         <p
-          style="font-size:12px;color:#71717a">If the button does not work, open this address: ${action
-            .url}</p>\\n
+          style="font-size:12px;color:#71717a">If the button does not work, open this address: <span
+            style="word-break:break-all">${action.url}</span></p>${NL}
       `
       : ""}
     ${content.footer
-      ? html`<p style="font-size:12px;color:#71717a;margin-top:24px">${content.footer}</p>\n`
+      ? html`<p style="font-size:12px;color:#71717a;margin-top:24px">${content.footer}</p>${NL}`
       : ""}</div>
       </body>
     </html>
