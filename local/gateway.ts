@@ -6,7 +6,9 @@
  * 401, the JWKS) carry what a function's answers carry: the runtime's
  * security headers, CORS headers for the caller's origin and `X-Request-Id`.
  * With `mail: true` and `LOCAL_DEV=true` it also serves the local mail viewer
- * at `/_local/mail` (local/mail_viewer.ts, which sets its own CSP and no CORS).
+ * at `/_local/mail` (local/mail_viewer.ts, which sets its own CSP and no CORS),
+ * and given a `console` handler (local/console/server.ts) every other
+ * `/_local/` path.
  * Given a `storage` handler (local/storage/api.ts) it passes every
  * `/storage/v1/...` request to it unchanged, answers their CORS preflight
  * itself, and adds the same security, CORS and request-id headers to the
@@ -18,6 +20,7 @@ import type { EdgeFunction } from "../supabase/functions/_shared/platform/functi
 import type { Runtime } from "../supabase/functions/_shared/platform/runtime.ts";
 import { HttpError } from "../supabase/functions/_shared/platform/errors.ts";
 import { type HeaderPairs, requestIdOf } from "../supabase/functions/_shared/platform/headers.ts";
+import { isConsolePath } from "./console/layout.ts";
 import { createMailViewer, isMailViewerPath } from "./mail_viewer.ts";
 import { STORAGE_PREFIX } from "./storage/api.ts";
 
@@ -36,6 +39,8 @@ export interface GatewayOptions {
   mail?: boolean;
   /** The local Storage API (local/storage/api.ts), served under `/storage/v1/`. */
   storage?: (req: Request) => Promise<Response>;
+  /** The local console (local/console/server.ts), served under `/_local/` (but the mail viewer). */
+  console?: (req: Request) => Promise<Response>;
 }
 
 /** The path of the JWKS the gateway serves. */
@@ -111,6 +116,7 @@ export function createGateway(options: GatewayOptions): (req: Request) => Promis
       });
     }
     if (mailViewer && isMailViewerPath(url.pathname)) return await mailViewer(req);
+    if (options.console && isConsolePath(url.pathname)) return await options.console(req);
     if (options.storage && url.pathname.startsWith(STORAGE_PREFIX)) {
       if (req.method === "OPTIONS") {
         return new Response(null, {

@@ -10,6 +10,9 @@
  * @module
  */
 import { Runtime } from "../supabase/functions/_shared/platform/runtime.ts";
+import { consoleSink } from "../supabase/functions/_shared/platform/log.ts";
+import { createConsole } from "./console/server.ts";
+import { LogTap } from "./console/log_tap.ts";
 import { readVerifyJwt } from "./config_toml.ts";
 import { loadFunctions } from "./functions.ts";
 import { createGateway } from "./gateway.ts";
@@ -20,7 +23,9 @@ import {
   LOCAL_PUBLISHABLE_KEY,
   LOCAL_SECRET_KEY,
   signProjectKey,
+  signUserToken,
 } from "./keys.ts";
+import { ensureUser } from "./token.ts";
 import { AppliedMigrationChangedError, migrate } from "./migrate.ts";
 import { CONFIG_TOML_PATH, LOCAL_DB_PORT, LOCAL_STATE_DIR, SIGNING_KEY_PATH } from "./paths.ts";
 import {
@@ -83,6 +88,8 @@ async function main(): Promise<void> {
     const serviceKey = await signProjectKey("service_role", secret);
     const signingKey = await loadOrCreateSigningKey(SIGNING_KEY_PATH);
     const url = `http://127.0.0.1:${port}`;
+    // The console's Requests page reads the log lines as they are written.
+    const tap = new LogTap(consoleSink);
     const runtime = new Runtime({
       SUPABASE_URL: url,
       SUPABASE_JWT_SECRET: secret,
@@ -99,17 +106,50 @@ async function main(): Promise<void> {
       ...(await readLocalSupabaseEnv()),
       ...env,
       SUPABASE_DB_URL: appDbUrl,
-    });
+    }, { logSink: tap.sink });
     stops.unshift(() => runtime.close());
 
     const functions = await loadFunctions();
     const verifyJwt = readVerifyJwt(await Deno.readTextFile(CONFIG_TOML_PATH));
+    const userTokens = new Map<string, Promise<string>>();
+    const localConsole = runtime.env.values.LOCAL_DEV
+      ? createConsole({
+        runtime,
+        tap,
+        functions,
+        gateway: (req) => gateway(req),
+        tokens: {
+          anon: anonKey,
+          service: serviceKey,
+          scheduler: runtime.env.values.SCHEDULER_TOKEN ?? LOCAL_SCHEDULER_TOKEN,
+          // As `deno task token` does (kept for the stack's life: they last 24 h).
+          user: (email, admin) => {
+            const key = `${email} ${admin}`;
+            let token = userTokens.get(key);
+            if (!token) {
+              token = ensureUser(appDbUrl, email, admin).then((sub) =>
+                signUserToken(signingKey, {
+                  sub,
+                  email,
+                  issuer: `${url}/auth/v1`,
+                  expiresIn: 24 * 3600,
+                })
+              );
+              token.catch(() => userTokens.delete(key));
+              userTokens.set(key, token);
+            }
+            return token;
+          },
+        },
+      })
+      : undefined;
     const gateway = createGateway({
       functions,
       runtime,
       verifyJwt,
       jwks: jwksOf(signingKey),
       mail: true,
+      console: localConsole,
       storage: createStorageApi({
         database: runtime.database,
         tokens: runtime.tokens,
@@ -181,7 +221,9 @@ function banner(info: {
     `  Functions        ${info.url}/functions/v1/<name>`,
     `  JWKS             ${info.url}/auth/v1/.well-known/jwks.json`,
     `  Storage          ${info.url}/storage/v1`,
-    ...(info.mail ? [`  Mail             ${info.url}/_local/mail`] : []),
+    ...(info.mail
+      ? [`  Console          ${info.url}/_local/`, `  Mail             ${info.url}/_local/mail`]
+      : []),
     `  Database         ${info.dbUrl.replace(/:[^:@/]+@/, ":****@")}`,
     `  anon key         ${info.anonKey}`,
     `  service_role key ${info.serviceKey}`,

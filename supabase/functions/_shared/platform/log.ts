@@ -15,7 +15,8 @@ export type LogFields = Record<string, unknown>;
 /** Where log lines go: stdout/stderr by default. */
 export type LogSink = (level: LogLevel, line: string) => void;
 
-const consoleSink: LogSink = (level, line) => {
+/** The default sink: warnings and errors to stderr, the rest to stdout. */
+export const consoleSink: LogSink = (level, line) => {
   if (level === "error" || level === "warn") console.error(line);
   else console.log(line);
 };

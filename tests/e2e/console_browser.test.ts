@@ -1,0 +1,145 @@
+/**
+ * The local console in headless Chromium, against the real local stack
+ * (`local/start.ts` as a subprocess, on a fresh database it migrates and
+ * seeds) with the payment processor double behind it: every page opens and
+ * is screenshotted; a function is called through the Functions form; a
+ * ledger event is replayed (changing nothing) and an event the ledger never
+ * saw is replayed by id (applied); jobs are run with JavaScript off; the
+ * seeded deal's timeline shows what the form did. No page logs an error or
+ * violates its CSP.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { withBrowser } from "../support/browser.ts";
+import { createEmptyDatabase } from "../support/db.ts";
+import { startLocalStack } from "../support/local_stack.ts";
+import { PayprocDouble, TEST_SECRET_KEY } from "../support/payproc_double.ts";
+
+const WEBHOOK_SECRET = "whsec_console_browser_test";
+/** The deal `supabase/seed.sql` creates. */
+const SEEDED_DEAL = "20000000-0000-4000-8000-000000000001";
+
+Deno.test({
+  name: "console: every page in headless Chromium; call, replay and run now through the forms",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const double = new PayprocDouble();
+    const stack = await startLocalStack({
+      SUPABASE_DB_URL: await createEmptyDatabase("console"),
+      PORT: "0",
+      LOCAL_STATE_DIR: await Deno.makeTempDir(),
+      PAYPROC_SECRET_KEY: TEST_SECRET_KEY,
+      PAYPROC_API_BASE: double.url,
+      PAYPROC_WEBHOOK_SECRET: WEBHOOK_SECRET,
+    });
+    try {
+      // One event delivered as the processor would (the ledger holds it), one never delivered.
+      const delivered = double.event(
+        "customer.created",
+        double.addCustomer({ email: "a@example.test" }),
+      );
+      const missed = double.event(
+        "customer.created",
+        double.addCustomer({ email: "b@example.test" }),
+      );
+      const signed = await double.signedWebhook(delivered, WEBHOOK_SECRET);
+      const first = await fetch(`${stack.url}/functions/v1/payproc-webhook`, {
+        method: "POST",
+        headers: signed.headers,
+        body: signed.body,
+      });
+      assert.equal(first.status, 200);
+      assert.equal((await first.json()).outcome, "ignored");
+
+      const base = `${stack.url}/_local`;
+      await withBrowser(async (browser) => {
+        const page = await browser.newPage();
+
+        assert.equal(await page.goto(`${base}/`), 200);
+        for (const title of ["Functions", "Requests", "Webhooks", "Jobs", "Deals", "Mail"]) {
+          assert.ok(await page.exists(`header a[href="/_local/${title.toLowerCase()}"]`), title);
+        }
+        await page.screenshot("console-index");
+
+        // Functions: the OpenAPI document's list, then one function called through its form.
+        assert.equal(await page.goto(`${base}/functions`), 200);
+        const listed = await page.evaluate(() =>
+          // deno-lint-ignore no-explicit-any
+          (globalThis as any).document.querySelectorAll('td a[href^="/_local/functions/"]').length
+        );
+        assert.equal(listed, 47);
+        await page.screenshot("console-functions");
+        await page.click('a[href="/_local/functions/cancel-deal"]');
+        assert.match(await page.innerText("pre"), /curl -X POST .*\/functions\/v1\/cancel-deal/);
+        await page.select('select[name="caller"]', "admin");
+        await page.type(
+          'textarea[name="body"]',
+          JSON.stringify({ dealId: SEEDED_DEAL, reason: "Cancelled <from> the console" }),
+        );
+        await page.click('form[action$="/call"] button[type="submit"]');
+        await page.waitFor('[role="status"]', { text: "200" });
+        const called = await page.innerText('[role="status"]');
+        assert.match(called, /Called cancel-deal as an admin/);
+        assert.match(called, /"status": "cancelled"/);
+        await page.screenshot("console-function-called");
+
+        // Requests: that call, newest first; its log lines one click away.
+        assert.equal(await page.goto(`${base}/requests`), 200);
+        assert.match(await page.innerText("tbody tr"), /cancel-deal\s+200/);
+        await page.screenshot("console-requests");
+        await page.click("tbody tr a");
+        assert.match(await page.innerText("main"), /"msg": "request"/);
+        assert.match(await page.innerText("main"), /"function": "cancel-deal"/);
+        await page.screenshot("console-request-lines");
+
+        // Webhooks: replaying a recorded event changes nothing and says so.
+        assert.equal(await page.goto(`${base}/webhooks`), 200);
+        assert.match(await page.innerText("tbody"), new RegExp(delivered.id));
+        await page.click(`form:has(input[value="${delivered.id}"]) button`);
+        await page.waitFor('[role="status"]');
+        assert.match(await page.innerText('[role="status"]'), /nothing changed/);
+        await page.screenshot("console-webhook-replayed");
+        // ...and one the ledger never saw is applied through the handler.
+        await page.type('input[name="id"][required]', missed.id);
+        await page.click("form:has(input[required]) button");
+        await page.waitFor('[role="status"]');
+        assert.match(await page.innerText('[role="status"]'), /the ledger did not hold it/);
+        assert.match(await page.innerText("tbody"), new RegExp(missed.id));
+        await page.screenshot("console-webhooks");
+
+        // Jobs, with JavaScript off: run now is a plain form.
+        await page.javaScriptEnabled(false);
+        assert.equal(await page.goto(`${base}/jobs`), 200);
+        for (const job of ["update-views-count", "run-price-alerts"]) {
+          await page.click(`form[action="/_local/jobs/${job}/run"] button`);
+          await page.waitFor('[role="status"]', { text: `Ran ${job} now: 200` });
+        }
+        assert.match(await page.innerText("main"), /update-views-count/);
+        assert.ok(
+          await page.exists('svg[aria-label^="Durations of the last 1 price-alert run"] rect'),
+        );
+        await page.screenshot("console-jobs");
+        await page.javaScriptEnabled(true);
+
+        // Deals: the seeded deal is cancelled now, and its timeline says why.
+        assert.equal(await page.goto(`${base}/deals?state=cancelled`), 200);
+        await page.screenshot("console-deals");
+        await page.click(`a[href="/_local/deals/${SEEDED_DEAL}"]`);
+        const timeline = await page.innerText("main");
+        assert.match(timeline, /pending_payment → cancelled \(cancelled\)/);
+        assert.match(timeline, /Cancelled <from> the console/);
+        await page.screenshot("console-deal-timeline");
+
+        assert.equal(await page.goto(`${base}/mail`), 200);
+        await page.screenshot("console-mail");
+
+        assert.deepEqual(page.consoleErrors(), []);
+      });
+    } finally {
+      await stack.stop();
+      await double.close();
+    }
+  },
+});
