@@ -20,6 +20,7 @@ import { fileURLToPath } from "node:url";
 import type { Access } from "../shared/access.ts";
 import { FUNCTION_GROUPS } from "../shared/function_groups.ts";
 import type { FunctionDefinition } from "../supabase/functions/_shared/platform/function.ts";
+import { denoFmt } from "./deno_fmt.ts";
 import { loadFunctions } from "./functions.ts";
 
 const root = fileURLToPath(new URL("../", import.meta.url));
@@ -184,8 +185,8 @@ export async function generate(repo = root): Promise<Map<string, string>> {
   const config = `${toml.slice(0, at)}${CONFIG_MARKER}\n\n${blocks.join("\n")}`;
 
   return new Map([
-    ["shared/catalog.ts", await formatted(catalog)],
-    ["shared/function_names.ts", await formatted(names)],
+    ["shared/catalog.ts", await denoFmt(catalog, "ts")],
+    ["shared/function_names.ts", await denoFmt(names, "ts")],
     ["supabase/config.toml", config],
   ]);
 }
@@ -200,22 +201,6 @@ function wrapped(text: string, width: number): string[] {
     } else lines.push(word);
   }
   return lines;
-}
-
-/** `source` as `deno fmt` writes it (the repository's settings). */
-async function formatted(source: string): Promise<string> {
-  const fmt = new Deno.Command(Deno.execPath(), {
-    args: ["fmt", `--config=${root}deno.json`, "--ext=ts", "-"],
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const writer = fmt.stdin.getWriter();
-  await writer.write(new TextEncoder().encode(source));
-  await writer.close();
-  const out = await fmt.output();
-  if (!out.success) throw new Error(`deno fmt failed: ${new TextDecoder().decode(out.stderr)}`);
-  return new TextDecoder().decode(out.stdout);
 }
 
 /** The generated files that differ from what is on disk under `repo`. */

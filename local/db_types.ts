@@ -29,6 +29,7 @@ import {
   introspect,
   sortGeneratorMetadata,
 } from "@supabase/postgrest-typegen";
+import { denoFmt } from "./deno_fmt.ts";
 import { migrate } from "./migrate.ts";
 import { REPO_ROOT } from "./paths.ts";
 import { freePort, PostgresStartError, startPostgres } from "./postgres.ts";
@@ -152,25 +153,6 @@ export function joinGenerations(forInsert: string, forUpdate: string): string {
   }).join("\n");
 }
 
-/** Formats TypeScript as `deno fmt` with the repository's configuration leaves it. */
-async function denoFmt(text: string): Promise<string> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["fmt", `--config=${REPO_ROOT}deno.json`, "--ext=ts", "-"],
-    cwd: REPO_ROOT,
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const writer = child.stdin.getWriter();
-  await writer.write(new TextEncoder().encode(text));
-  await writer.close();
-  const out = await child.output();
-  if (!out.success) {
-    throw new Error(`deno fmt failed: ${new TextDecoder().decode(out.stderr).trim()}`);
-  }
-  return new TextDecoder().decode(out.stdout);
-}
-
 /** The text of `shared/database.types.ts` for the database at `databaseUrl` (read only). */
 export async function generateDatabaseTypes(databaseUrl: string): Promise<string> {
   const db = new pg.Client({ connectionString: databaseUrl });
@@ -192,7 +174,7 @@ export async function generateDatabaseTypes(databaseUrl: string): Promise<string
   // differently once its first pass has re-indented it): format to a fixed point.
   let text = HEADER + joinGenerations(forInsert, forUpdate);
   for (let pass = 0; pass < 5; pass++) {
-    const formatted = await denoFmt(text);
+    const formatted = await denoFmt(text, "ts");
     if (formatted === text) return text;
     text = formatted;
   }

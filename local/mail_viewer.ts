@@ -38,7 +38,7 @@ import { HttpError } from "../supabase/functions/_shared/platform/errors.ts";
 import { type HeaderPairs, requestIdOf } from "../supabase/functions/_shared/platform/headers.ts";
 import { describeError } from "../supabase/functions/_shared/platform/log.ts";
 import type { Runtime } from "../supabase/functions/_shared/platform/runtime.ts";
-import { isLoopbackHost } from "./loopback.ts";
+import { isLoopbackHost, localPageHeaders } from "./local_pages.ts";
 
 /** Where the viewer is served. */
 export const MAIL_VIEWER_PATH = "/_local/mail";
@@ -182,9 +182,6 @@ interface MessageRow {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** Headers of the runtime's set the viewer replaces or drops. */
-const REPLACED = new Set(["content-security-policy", "x-frame-options", "referrer-policy"]);
-
 /**
  * Builds the viewer's handler on `runtime` (its database, headers and log);
  * `db` overrides where the messages are read from.
@@ -195,17 +192,12 @@ export function createMailViewer(
 ): (req: Request) => Promise<Response> {
   const log = runtime.log.with({ component: "mail-viewer" });
 
-  const headersOf = (req: Request, requestId: string, contentType: string): HeaderPairs => [
-    ...runtime.responseHeaders(req.headers.get("origin"), requestId).filter(([name]) => {
-      const lower = name.toLowerCase();
-      return !REPLACED.has(lower) && !lower.startsWith("access-control-");
-    }),
-    ["Content-Security-Policy", MAIL_VIEWER_CSP],
-    ["X-Frame-Options", "SAMEORIGIN"],
-    ["Referrer-Policy", "no-referrer"],
-    ["Cache-Control", "no-store"],
-    ["Content-Type", contentType],
-  ];
+  const headersOf = (req: Request, requestId: string, contentType: string): HeaderPairs =>
+    localPageHeaders(runtime, req, requestId, {
+      csp: MAIL_VIEWER_CSP,
+      frameOptions: "SAMEORIGIN",
+      referrerPolicy: "no-referrer",
+    }, contentType);
 
   return async (req) => {
     const requestId = requestIdOf(req);

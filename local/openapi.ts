@@ -39,6 +39,7 @@ import {
 import * as Contract from "../shared/mod.ts";
 import { AuthHookPayload } from "../supabase/functions/_shared/email/auth_hook_payload.ts";
 import type { RateLimit } from "../supabase/functions/_shared/platform/rate_limit.ts";
+import { denoFmt } from "./deno_fmt.ts";
 import { loadFunctions } from "./functions.ts";
 import { OPENAPI_EXAMPLES } from "./openapi_examples.ts";
 
@@ -732,19 +733,8 @@ export async function buildOpenApi(): Promise<OpenApiDocument> {
 }
 
 /** `document` as the committed file reads: `deno fmt`'s JSON, with a trailing newline. */
-export async function renderOpenApi(document: OpenApiDocument): Promise<string> {
-  const fmt = new Deno.Command(Deno.execPath(), {
-    args: ["fmt", `--config=${root}deno.json`, "--ext=json", "-"],
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const writer = fmt.stdin.getWriter();
-  await writer.write(new TextEncoder().encode(`${JSON.stringify(document, null, 2)}\n`));
-  await writer.close();
-  const out = await fmt.output();
-  if (!out.success) throw new Error(`deno fmt failed: ${new TextDecoder().decode(out.stderr)}`);
-  return new TextDecoder().decode(out.stdout);
+export function renderOpenApi(document: OpenApiDocument): Promise<string> {
+  return denoFmt(`${JSON.stringify(document, null, 2)}\n`, "json", root);
 }
 
 /**

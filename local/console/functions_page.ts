@@ -8,6 +8,7 @@
  * @module
  */
 import { HttpError } from "../../supabase/functions/_shared/platform/errors.ts";
+import { sendThrough } from "./send.ts";
 import type { ConsoleContext, PageRequest, Route } from "./types.ts";
 import {
   badge,
@@ -246,6 +247,12 @@ function exampleOf(operation: Operation): unknown {
   return first?.value ?? {};
 }
 
+/** A response's description, read through a `$ref` into the shared responses. */
+function describedBy(doc: OpenApiDocument, response: { $ref?: string; description?: string }) {
+  const shared = /^#\/components\/responses\/(.+)$/.exec(response.$ref ?? "")?.[1];
+  return (shared ? doc.components?.responses?.[shared] : response)?.description ?? "";
+}
+
 /** `schema` with a top-level `$ref` into the components resolved, for reading. */
 function resolved(doc: OpenApiDocument, schema: unknown): unknown {
   if (typeof schema === "object" && schema !== null && "$ref" in schema) {
@@ -317,7 +324,7 @@ function functionPage(doc: OpenApiDocument, view: FunctionView, request: PageReq
         html`
           <tr>
             <td>${status}</td>
-            <td>${response.description ?? ""}</td>
+            <td>${describedBy(doc, response)}</td>
           </tr>
         `
       )}</tbody>
@@ -337,7 +344,7 @@ async function call(
     throw new HttpError(400, "invalid_input", `caller must be one of ${CALLERS.join(", ")}`);
   }
   const bodyText = (request.form.get("body") ?? "").trim();
-  const headers = new Headers({ "content-type": "application/json" });
+  const headers: Record<string, string> = { "content-type": "application/json" };
   const { tokens } = context;
   const bearer = async (): Promise<string | null> => {
     switch (caller) {
@@ -361,34 +368,22 @@ async function call(
     }
   };
   const token = await bearer();
-  if (token !== null) headers.set("authorization", `Bearer ${token}`);
+  if (token !== null) headers.authorization = `Bearer ${token}`;
   if (caller !== "none" && caller !== "scheduler") {
-    headers.set("apikey", caller === "service" ? tokens.service : tokens.anon);
+    headers.apikey = caller === "service" ? tokens.service : tokens.anon;
   }
-  const requestId = crypto.randomUUID();
-  headers.set("x-request-id", requestId);
-  const started = performance.now();
-  const response = await context.gateway(
-    new Request(`${request.origin}/functions/v1/${view.name}`, {
-      method: "POST",
-      headers,
-      body: bodyText === "" ? "{}" : bodyText,
-    }),
+  const sent = await sendThrough(
+    context,
+    request.origin,
+    view.name,
+    headers,
+    bodyText === "" ? "{}" : bodyText,
   );
-  const ms = Math.round(performance.now() - started);
-  const text = await response.text();
-  let shown = text;
-  try {
-    shown = prettyJson(JSON.parse(text));
-  } catch {
-    // Not JSON: shown as it came.
-  }
-  const answeredId = response.headers.get("x-request-id") ?? requestId;
   return notice(
-    response.ok ? "ok" : "bad",
+    sent.ok ? "ok" : "bad",
     html`<p>Called <code>${view.name}</code> as ${CALLER_LABELS[caller].replace(/:$/, "")}:
-${badge(String(response.status), statusTone(response.status))} in ${ms} ms ·
-<a href="${CONSOLE_PATH}/requests/${answeredId}">request ${answeredId}</a></p>
-<pre>${shown}</pre>`,
+${badge(String(sent.status), statusTone(sent.status))} in ${sent.ms} ms ·
+<a href="${CONSOLE_PATH}/requests/${sent.requestId}">request ${sent.requestId}</a></p>
+<pre>${sent.shown}</pre>`,
   );
 }

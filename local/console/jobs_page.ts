@@ -9,6 +9,7 @@
  * @module
  */
 import { HttpError } from "../../supabase/functions/_shared/platform/errors.ts";
+import { sendThrough } from "./send.ts";
 import type { ConsoleContext, Route } from "./types.ts";
 import {
   badge,
@@ -17,7 +18,6 @@ import {
   html,
   notice,
   page,
-  prettyJson,
   type SafeHtml,
   statusTone,
   table,
@@ -164,34 +164,17 @@ async function runNow(
   name: string,
   body: unknown,
 ): Promise<SafeHtml> {
-  const requestId = crypto.randomUUID();
-  const started = performance.now();
-  const response = await context.gateway(
-    new Request(`${origin}/functions/v1/${name}`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${context.tokens.scheduler}`,
-        "content-type": "application/json",
-        "x-request-id": requestId,
-      },
-      body: JSON.stringify(body ?? {}),
-    }),
-  );
-  const ms = Math.round(performance.now() - started);
-  const text = await response.text();
-  let shown = text;
-  try {
-    shown = prettyJson(JSON.parse(text));
-  } catch {
-    // Shown as it came.
-  }
+  const sent = await sendThrough(context, origin, name, {
+    authorization: `Bearer ${context.tokens.scheduler}`,
+    "content-type": "application/json",
+  }, JSON.stringify(body ?? {}));
   return notice(
-    response.ok ? "ok" : "bad",
-    html`<p>Ran <code>${name}</code> now: ${
-      badge(String(response.status), statusTone(response.status))
-    }
-in ${duration(ms)} · <a href="${CONSOLE_PATH}/requests/${requestId}">request ${requestId}</a></p>
-<pre>${shown}</pre>`,
+    sent.ok ? "ok" : "bad",
+    html`<p>Ran <code>${name}</code> now: ${badge(String(sent.status), statusTone(sent.status))}
+in ${
+      duration(sent.ms)
+    } · <a href="${CONSOLE_PATH}/requests/${sent.requestId}">request ${sent.requestId}</a></p>
+<pre>${sent.shown}</pre>`,
   );
 }
 

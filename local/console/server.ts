@@ -23,7 +23,7 @@ import {
   requestIdOf,
 } from "../../supabase/functions/_shared/platform/headers.ts";
 import { describeError } from "../../supabase/functions/_shared/platform/log.ts";
-import { isLoopbackHost } from "../loopback.ts";
+import { isLoopbackHost, localPageHeaders } from "../local_pages.ts";
 import { CONSOLE_PATH, html, page, PAGES, type SafeHtml } from "./layout.ts";
 import type { ConsoleContext, ConsoleOptions, PageAnswer, Route } from "./types.ts";
 import { functionsRoutes } from "./functions_page.ts";
@@ -45,9 +45,6 @@ export const CONSOLE_CSP = [
   "base-uri 'none'",
 ].join("; ");
 
-/** Headers of the runtime's set the console replaces or drops. */
-const REPLACED = new Set(["content-security-policy", "x-frame-options", "referrer-policy"]);
-
 /** The most outcomes kept for pages not yet shown (each is shown once). */
 const FLASH_LIMIT = 100;
 
@@ -65,17 +62,12 @@ export function createConsole(options: ConsoleOptions): (req: Request) => Promis
   ];
   const flashes = new Map<string, SafeHtml>();
 
-  const headersOf = (req: Request, requestId: string, contentType: string): HeaderPairs => [
-    ...runtime.responseHeaders(req.headers.get("origin"), requestId).filter(([name]) => {
-      const lower = name.toLowerCase();
-      return !REPLACED.has(lower) && !lower.startsWith("access-control-");
-    }),
-    ["Content-Security-Policy", CONSOLE_CSP],
-    ["X-Frame-Options", "DENY"],
-    ["Referrer-Policy", "same-origin"],
-    ["Cache-Control", "no-store"],
-    ["Content-Type", contentType],
-  ];
+  const headersOf = (req: Request, requestId: string, contentType: string): HeaderPairs =>
+    localPageHeaders(runtime, req, requestId, {
+      csp: CONSOLE_CSP,
+      frameOptions: "DENY",
+      referrerPolicy: "same-origin",
+    }, contentType);
 
   return async (req) => {
     const requestId = requestIdOf(req);

@@ -14,18 +14,9 @@ import { HttpError } from "../../supabase/functions/_shared/platform/errors.ts";
 import { toHttpError } from "../../supabase/functions/_shared/platform/to_http_error.ts";
 import { loadPayprocSdk, payprocFor } from "../../supabase/functions/_shared/platform/payproc.ts";
 import { SIGNATURE_HEADER } from "../../supabase/functions/_shared/payproc_webhook/verify.ts";
+import { sendThrough } from "./send.ts";
 import type { ConsoleContext, Route } from "./types.ts";
-import {
-  badge,
-  CONSOLE_PATH,
-  html,
-  notice,
-  page,
-  prettyJson,
-  type SafeHtml,
-  table,
-  time,
-} from "./layout.ts";
+import { badge, CONSOLE_PATH, html, notice, page, type SafeHtml, table, time } from "./layout.ts";
 
 const PATH = `${CONSOLE_PATH}/webhooks`;
 /** The most ledger rows the page shows. */
@@ -123,32 +114,19 @@ async function replay(context: ConsoleContext, origin: string, id: string): Prom
     secret,
     cryptoProvider: Sdk.createSubtleCryptoProvider(),
   });
-  const requestId = crypto.randomUUID();
-  const response = await context.gateway(
-    new Request(`${origin}/functions/v1/payproc-webhook`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json; charset=utf-8",
-        [SIGNATURE_HEADER]: signature,
-        "x-request-id": requestId,
-      },
-      body: payload,
-    }),
-  );
-  const text = await response.text();
-  let answer: unknown = text;
-  try {
-    answer = JSON.parse(text);
-  } catch {
-    // Shown as it came.
-  }
+  const sent = await sendThrough(context, origin, "payproc-webhook", {
+    "content-type": "application/json; charset=utf-8",
+    [SIGNATURE_HEADER]: signature,
+  }, payload);
+  const answer = sent.body;
   const outcome = typeof answer === "object" && answer !== null && "outcome" in answer
     ? String((answer as { outcome: unknown }).outcome)
     : null;
+  const { requestId } = sent;
   const link = html`<a href="${CONSOLE_PATH}/requests/${requestId}">request ${requestId}</a>`;
-  const said = !response.ok
+  const said = !sent.ok
     ? html`<p>Replayed <code>${id}</code> (${event.type}): the handler answered
-${badge(String(response.status), "bad")} · ${link}</p>`
+${badge(String(sent.status), "bad")} · ${link}</p>`
     : outcome === "duplicate"
     ? html`<p>Replayed <code>${id}</code> (${event.type}): <b>nothing changed</b> — the ledger
 already holds it (${
@@ -158,7 +136,7 @@ already holds it (${
 the ledger did not hold it, so the handler ${
       outcome === "applied" ? "applied it" : `recorded it as ${outcome}`
     } · ${link}</p>`;
-  return notice(response.ok ? "ok" : "bad", html`${said}<pre>${prettyJson(answer)}</pre>`);
+  return notice(sent.ok ? "ok" : "bad", html`${said}<pre>${sent.shown}</pre>`);
 }
 
 function outcomeTone(outcome: string): "ok" | "warn" | "bad" | null {

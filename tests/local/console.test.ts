@@ -268,6 +268,11 @@ sqlTest(
     const one = await html("/_local/functions/get-price-id");
     assert.ok(one.includes("curl -X POST http://127.0.0.1:54321/functions/v1/get-price-id"));
     assert.match(one, /&quot;plan&quot;/, "its request schema and example");
+    assert.match(
+      one,
+      /<td>400<\/td>\s*<td>&#96;invalid_json&#96; \(not a JSON object\)/,
+      "failures described",
+    );
     const absent = await request("/_local/functions/no-such-function");
     assert.equal(absent.status, 404);
     await absent.body?.cancel();
