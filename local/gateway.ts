@@ -6,7 +6,7 @@
  * 401, the JWKS) carry what a function's answers carry: the runtime's
  * security headers, CORS headers for the caller's origin and `X-Request-Id`.
  * With `mail: true` and `LOCAL_DEV=true` it also serves the local mail viewer
- * at `/_local/mail` (local/mail_viewer.ts, which sets its own CSP and no CORS),
+ * at `/_local/mail` (local/console/mail_viewer.ts, which sets its own CSP and no CORS),
  * and given a `console` handler (local/console/server.ts) every other
  * `/_local/` path.
  * Given a `storage` handler (local/storage/api.ts) it passes every
@@ -21,7 +21,7 @@ import type { Runtime } from "../supabase/functions/_shared/platform/runtime.ts"
 import { HttpError } from "../supabase/functions/_shared/platform/errors.ts";
 import { type HeaderPairs, requestIdOf } from "../supabase/functions/_shared/platform/headers.ts";
 import { isConsolePath } from "./console/layout.ts";
-import { createMailViewer, isMailViewerPath } from "./mail_viewer.ts";
+import { createMailViewer, isMailViewerPath } from "./console/mail_viewer.ts";
 import { STORAGE_PREFIX } from "./storage/api.ts";
 
 /** Options for {@linkcode createGateway}. */

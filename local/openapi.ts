@@ -465,14 +465,14 @@ function unrepresentableIn(schema: JsonSchema): string | undefined {
 /** The components a request (`input`) or an answer (`output`) reaches, from `roots`. */
 function reachable(roots: Iterable<string>, schemas: Record<string, JsonSchema>): Set<string> {
   const seen = new Set<string>();
-  const todo = [...roots];
-  while (todo.length > 0) {
-    const name = todo.pop()!;
+  const pending = [...roots];
+  while (pending.length > 0) {
+    const name = pending.pop()!;
     if (seen.has(name)) continue;
     seen.add(name);
     const schema = schemas[name];
     if (!schema) throw new Error(`Cannot build the OpenAPI document: no schema "${name}"`);
-    todo.push(...refsOf(schema));
+    pending.push(...refsOf(schema));
   }
   return seen;
 }

@@ -23,9 +23,8 @@ import {
   LOCAL_PUBLISHABLE_KEY,
   LOCAL_SECRET_KEY,
   signProjectKey,
-  signUserToken,
 } from "./keys.ts";
-import { ensureUser } from "./token.ts";
+import { userTokenMinter } from "./token.ts";
 import { AppliedMigrationChangedError, migrate } from "./migrate.ts";
 import { CONFIG_TOML_PATH, LOCAL_DB_PORT, LOCAL_STATE_DIR, SIGNING_KEY_PATH } from "./paths.ts";
 import {
@@ -111,7 +110,6 @@ async function main(): Promise<void> {
 
     const functions = await loadFunctions();
     const verifyJwt = readVerifyJwt(await Deno.readTextFile(CONFIG_TOML_PATH));
-    const userTokens = new Map<string, Promise<string>>();
     const localConsole = runtime.env.values.LOCAL_DEV
       ? createConsole({
         runtime,
@@ -122,24 +120,11 @@ async function main(): Promise<void> {
           anon: anonKey,
           service: serviceKey,
           scheduler: runtime.env.values.SCHEDULER_TOKEN ?? LOCAL_SCHEDULER_TOKEN,
-          // As `deno task token` does (kept for the stack's life: they last 24 h).
-          user: (email, admin) => {
-            const key = `${email} ${admin}`;
-            let token = userTokens.get(key);
-            if (!token) {
-              token = ensureUser(appDbUrl, email, admin).then((sub) =>
-                signUserToken(signingKey, {
-                  sub,
-                  email,
-                  issuer: `${url}/auth/v1`,
-                  expiresIn: 24 * 3600,
-                })
-              );
-              token.catch(() => userTokens.delete(key));
-              userTokens.set(key, token);
-            }
-            return token;
-          },
+          user: userTokenMinter({
+            databaseUrl: appDbUrl,
+            key: signingKey,
+            issuer: `${url}/auth/v1`,
+          }),
         },
       })
       : undefined;

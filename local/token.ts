@@ -7,7 +7,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { loadOrCreateSigningKey, signUserToken } from "./keys.ts";
+import { loadOrCreateSigningKey, type SigningKey, signUserToken } from "./keys.ts";
 import { DEFAULT_DB_URL, SIGNING_KEY_PATH } from "./paths.ts";
 import { withClient } from "./pg_client.ts";
 
@@ -35,6 +35,43 @@ export async function ensureUser(
     await client.query("commit");
     return id;
   });
+}
+
+/**
+ * Tokens as `deno task token` mints them, for a long-running process (the
+ * local console's call-it form): each user's token is reused until
+ * `renewBeforeSeconds` before it expires, then minted again, so a stack left
+ * running for days never offers an expired one. A failed mint is forgotten.
+ */
+export function userTokenMinter(options: {
+  databaseUrl: string;
+  key: SigningKey;
+  issuer: string;
+  lifetimeSeconds?: number;
+  renewBeforeSeconds?: number;
+}): (email: string, admin: boolean) => Promise<string> {
+  const lifetime = options.lifetimeSeconds ?? 24 * 3600;
+  const renewBefore = options.renewBeforeSeconds ?? 3600;
+  const minted = new Map<string, { token: Promise<string>; renewAt: number }>();
+  return (email, admin) => {
+    const cacheKey = `${email} ${admin}`;
+    const cached = minted.get(cacheKey);
+    if (cached && Date.now() < cached.renewAt) return cached.token;
+    const token = ensureUser(options.databaseUrl, email, admin).then((sub) =>
+      signUserToken(options.key, {
+        sub,
+        email,
+        issuer: options.issuer,
+        expiresIn: lifetime,
+      })
+    );
+    const entry = { token, renewAt: Date.now() + (lifetime - renewBefore) * 1000 };
+    minted.set(cacheKey, entry);
+    token.catch(() => {
+      if (minted.get(cacheKey) === entry) minted.delete(cacheKey);
+    });
+    return token;
+  };
 }
 
 if (import.meta.main) {

@@ -70,6 +70,18 @@ const STYLE = html`<style>
   .card { background: #fff; border: 1px solid #d0d7de; padding: 8px 14px; min-width: 110px; }
   .card b { display: block; font-size: 20px; }
   svg { background: #fff; border: 1px solid #d0d7de; }
+  .status { font-size: 12px; padding: 1px 6px; border-radius: 10px; background: #eaeef2; }
+  .status-captured { background: #dafbe1; color: #116329; }
+  .status-sent { background: #ddf4ff; color: #0a3069; }
+  .status-failed { background: #ffebe9; color: #82071e; }
+  .status-pending { background: #fff8c5; color: #633c01; }
+  .status-suppressed { background: #eaeef2; color: #57606a; }
+  dl { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; background: #fff;
+    padding: 12px 16px; border: 1px solid #d0d7de; margin: 0 0 16px; }
+  dt { font-weight: 600; color: #57606a; }
+  dd { margin: 0; overflow-wrap: anywhere; }
+  iframe { width: 100%; height: 70vh; border: 1px solid #d0d7de; background: #fff;
+    resize: vertical; }
 </style>`;
 
 /** A whole console page: the header (with `current` marked) and `body`. */
@@ -85,7 +97,7 @@ export function page(title: string, current: string | null, body: SafeHtml): str
       <head>
     <meta charset="utf-8">
     <meta name="viewport" content="width=device-width, initial-scale=1">
-    <title>${title} — local console</title>
+    <title>${title} — Local console</title>
     ${STYLE}
       </head>
       <body>

@@ -1,7 +1,7 @@
 /**
  * The local console at `/_local/`: one server-rendered page per area of the
  * backend (Functions, Requests, Webhooks, Jobs, Deals; Mail is the mail
- * viewer, `local/mail_viewer.ts`), served by `deno task start` only — the
+ * viewer, `mail_viewer.ts`), served by `deno task start` only — the
  * gateway hands it every `/_local/` path the mail viewer does not answer;
  * nothing here is deployed.
  *

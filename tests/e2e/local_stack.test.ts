@@ -77,7 +77,7 @@ Deno.test({
       const mail = await fetch(`${stack.url}/_local/mail`);
       assert.equal(mail.status, 200);
       assert.match(mail.headers.get("content-type") ?? "", /^text\/html/);
-      assert.match(await mail.text(), /<title>Local mail<\/title>/);
+      assert.match(await mail.text(), /<title>Mail — Local console<\/title>/);
 
       const client = new pg.Client({ connectionString: dbUrl });
       await client.connect();
@@ -174,8 +174,10 @@ Deno.test({
         };
         return list.messages.filter((m) => m.to === email && m.type === "welcome");
       };
+      // The sender writes the row as pending, then captures it: wait for the end state.
       const deadline = Date.now() + 30_000;
-      while ((await welcomes()).length === 0 && Date.now() < deadline) {
+      const settled = async () => (await welcomes()).some((m) => m.status !== "pending");
+      while (!(await settled()) && Date.now() < deadline) {
         await new Promise((resolve) => setTimeout(resolve, 200));
       }
       assert.equal((await welcomes()).length, 1, stack.output());

@@ -1,6 +1,6 @@
 /**
  * Every e-mail as its recipient sees it: the HTML part of each sample
- * (`local/mail_samples.ts`, one per e-mail type, rendered by the real
+ * (`local/console/mail_samples.ts`, one per e-mail type, rendered by the real
  * templates) loaded in headless Chromium, screenshotted (`mail-<type>.png`)
  * and read back as the reader's text. Nothing the layout writes may show as
  * text — no escape sequence, no template leftover, no markup — and every
@@ -15,7 +15,7 @@ import {
   SAMPLE_LISTING_TITLE,
   SAMPLE_LITERALS,
   SAMPLE_SITE_URL,
-} from "../../local/mail_samples.ts";
+} from "../../local/console/mail_samples.ts";
 import { EMAIL_TYPES, type EmailType } from "../../shared/notifications.ts";
 import { withBrowser } from "../support/browser.ts";
 import { testCredentials } from "../support/credentials.ts";
@@ -168,7 +168,7 @@ sqlTest("the mail viewer's sample pages show every e-mail type in a browser", as
     await withBrowser(async (browser) => {
       const page = await browser.newPage();
       assert.equal(await page.goto(`${site}/_local/mail`), 200);
-      await page.click('header a[href="/_local/mail/samples"]');
+      await page.click('.filters a[href="/_local/mail/samples"]');
       assert.equal(page.url(), `${site}/_local/mail/samples`);
       const list = await page.innerText("main");
       for (const type of TYPES) {

@@ -8,8 +8,8 @@ import {
   type MailMessage,
   type MailSampleList,
   type MailSampleMessage,
-} from "../../local/mail_viewer.ts";
-import { MAIL_SAMPLES, SAMPLE_SITE_URL } from "../../local/mail_samples.ts";
+} from "../../local/console/mail_viewer.ts";
+import { MAIL_SAMPLES, SAMPLE_SITE_URL } from "../../local/console/mail_samples.ts";
 import { EMAIL_TYPES, type EmailType } from "../../shared/notifications.ts";
 import handler from "../../supabase/functions/send-email/handler.ts";
 import sendAuthEmail from "../../supabase/functions/send-auth-email/handler.ts";
@@ -176,7 +176,7 @@ sqlTest(
     ) {
       assert.ok(html.includes(field), field);
     }
-    assert.match(html, /<dt>Sent<\/dt><dd><time datetime="\d{4}-\d\d-\d\dT/);
+    assert.match(html, /<dt>Sent<\/dt><dd><time class="time" datetime="\d{4}-\d\d-\d\dT/);
 
     for (const path of [`/_local/mail/${id}.json`, `/_local/mail/${id}?format=json`]) {
       const message = await json<MailMessage>(path);
@@ -239,7 +239,7 @@ sqlTest("mail viewer escapes a <script> subject on the list and the message page
   assert.ok(list.includes("o&#39;brien@example.test"));
   assert.doesNotMatch(list, /<script/i);
   const message = await page(`/_local/mail/${id}`);
-  assert.ok(message.includes(`<title>${escaped} — Local mail</title>`));
+  assert.ok(message.includes(`<title>${escaped} — Local console</title>`));
   assert.ok(message.includes(`<dt>Subject</dt><dd>${escaped}</dd>`));
   assert.ok(message.includes("<pre>\n&lt;b&gt;not bold&lt;/b&gt;</pre>"));
   assert.ok(!message.includes("<iframe"), "no HTML body kept: no frame");
@@ -473,7 +473,7 @@ sqlTest(
       assert.ok(html.includes(field), field);
     }
     assert.ok(
-      html.includes(`<title>${escapeHtml(rendered.subject)} — Sample — Local mail</title>`),
+      html.includes(`<title>${escapeHtml(rendered.subject)} (sample) — Local console</title>`),
     );
     assert.doesNotMatch(html, /<b>/, "the title's markup is never markup on the page");
     assert.ok(html.includes('<a href="/_local/mail/samples/listing_resubmission.json">JSON</a>'));

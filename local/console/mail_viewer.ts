@@ -30,15 +30,18 @@ import {
   EMAIL_TYPES,
   type EmailSendStatus,
   type EmailType,
-} from "../shared/notifications.ts";
+} from "../../shared/notifications.ts";
 import { MAIL_SAMPLES, type MailSample, mailSample, SAMPLE_SITE_URL } from "./mail_samples.ts";
-import type { Sql } from "../supabase/functions/_shared/platform/db.ts";
-import { html, join, type SafeHtml } from "../supabase/functions/_shared/email/html.ts";
-import { HttpError } from "../supabase/functions/_shared/platform/errors.ts";
-import { type HeaderPairs, requestIdOf } from "../supabase/functions/_shared/platform/headers.ts";
-import { describeError } from "../supabase/functions/_shared/platform/log.ts";
-import type { Runtime } from "../supabase/functions/_shared/platform/runtime.ts";
-import { isLoopbackHost, localPageHeaders } from "./local_pages.ts";
+import type { Sql } from "../../supabase/functions/_shared/platform/db.ts";
+import { html, page as consolePage, type SafeHtml, table, time } from "./layout.ts";
+import { HttpError } from "../../supabase/functions/_shared/platform/errors.ts";
+import {
+  type HeaderPairs,
+  requestIdOf,
+} from "../../supabase/functions/_shared/platform/headers.ts";
+import { describeError } from "../../supabase/functions/_shared/platform/log.ts";
+import type { Runtime } from "../../supabase/functions/_shared/platform/runtime.ts";
+import { isLoopbackHost, localPageHeaders } from "../local_pages.ts";
 
 /** Where the viewer is served. */
 export const MAIL_VIEWER_PATH = "/_local/mail";
@@ -415,62 +418,17 @@ function messageOf(row: MessageRow): MailMessage {
 // Pages (every interpolation goes through `html`, which escapes it)
 // ---------------------------------------------------------------------------
 
-const STYLE = html`<style>
-  body { font: 14px/1.45 system-ui, sans-serif; margin: 0; color: #1f2328; background: #f6f8fa; }
-  header { background: #1f2328; color: #fff; padding: 10px 20px; display: flex; gap: 16px;
-    align-items: baseline; flex-wrap: wrap; }
-  header a { color: #9ecbff; }
-  header h1 { font-size: 16px; margin: 0; }
-  main { padding: 16px 20px; }
-  table { border-collapse: collapse; width: 100%; background: #fff; }
-  th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid #d0d7de;
-    vertical-align: top; }
-  th { background: #eaeef2; font-weight: 600; }
-  tr:hover td { background: #f3f8ff; }
-  td.time { white-space: nowrap; color: #57606a; }
-  a { color: #0969da; }
-  .status { font-size: 12px; padding: 1px 6px; border-radius: 10px; background: #eaeef2; }
-  .status-captured { background: #dafbe1; color: #116329; }
-  .status-sent { background: #ddf4ff; color: #0a3069; }
-  .status-failed { background: #ffebe9; color: #82071e; }
-  .status-pending { background: #fff8c5; color: #633c01; }
-  .status-suppressed { background: #eaeef2; color: #57606a; }
-  dl { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; background: #fff;
-    padding: 12px 16px; border: 1px solid #d0d7de; margin: 0 0 16px; }
-  dt { font-weight: 600; color: #57606a; }
-  dd { margin: 0; overflow-wrap: anywhere; }
-  h2 { font-size: 14px; margin: 16px 0 6px; }
-  iframe { width: 100%; height: 70vh; border: 1px solid #d0d7de; background: #fff;
-    resize: vertical; }
-  pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #fff; padding: 12px 16px;
-    border: 1px solid #d0d7de; margin: 0; }
-  .muted { color: #57606a; }
-</style>`;
-
+/**
+ * A mail page: the console's page (its header, styles and the Mail link
+ * marked) with the viewer's own links first.
+ */
 function page(title: string, nav: SafeHtml, body: SafeHtml): string {
-  return html`
-    <!doctype html>
-    <html lang="en">
-      <head>
-    <meta charset="utf-8">
-    <meta name="viewport" content="width=device-width, initial-scale=1">
-    <title>${title}</title>
-    ${STYLE}
-      </head>
-      <body>
-        <header><a href="/_local/">Console</a><h1>Local mail</h1>${nav}</header>
-        <main>
-    ${body}
-        </main>
-      </body>
-    </html>
-  `.toString().trim() + "\n";
-}
-
-/** `2026-11-23 10:00:01 UTC`, in a `<time>`. */
-function time(iso: string | null): SafeHtml {
-  if (!iso) return html`<span class="muted">—</span>`;
-  return html`<time datetime="${iso}">${iso.slice(0, 19).replace("T", " ")} UTC</time>`;
+  return consolePage(
+    title,
+    MAIL_VIEWER_PATH,
+    html`<p class="filters">${nav}</p>
+${body}`,
+  );
 }
 
 function statusBadge(status: string): SafeHtml {
@@ -484,17 +442,13 @@ function listPage(list: MailList): string {
 <a href="${MAIL_SAMPLES_PATH}">Samples</a>
 <a href="${MAIL_VIEWER_PATH}${query}">Refresh</a>
 <a href="${MAIL_VIEWER_PATH}.json${query}">JSON</a>`;
-  const rows = list.messages.map((m) =>
-    html`
-      <tr>
-        <td class="time">${time(m.createdAt)}</td>
-        <td>${m.to}</td>
-        <td><a href="${m.url}">${m.subject}</a></td>
-        <td>${m.type}</td>
-        <td>${statusBadge(m.status)}</td>
-      </tr>
-    `
-  );
+  const rows = list.messages.map((m) => [
+    time(m.createdAt),
+    html`${m.to}`,
+    html`<a href="${m.url}">${m.subject}</a>`,
+    html`${m.type}`,
+    statusBadge(m.status),
+  ]);
   const shown = list.total > list.messages.length
     ? html`<p class="muted">Showing the newest ${list.messages.length} of ${list.total}.</p>`
     : html`<p class="muted">${list.total} message(s)${
@@ -514,24 +468,8 @@ function listPage(list: MailList): string {
     } yet.
 With <code>LOCAL_DEV=true</code> and no <code>RESEND_API_KEY</code> every e-mail the functions
 send is captured here instead of being delivered.</p>`
-    : html`
-      ${shown}
-      <table>
-        <thead>
-          <tr>
-            <th>Time</th>
-            <th>To</th>
-            <th>Subject</th>
-            <th>Type</th>
-            <th>Status</th>
-          </tr>
-        </thead>
-        <tbody>
-      ${join(rows, html`\n`)}
-        </tbody>
-      </table>
-    `;
-  return page("Local mail", nav, body);
+    : html`${shown}${table(["Time", "To", "Subject", "Type", "Status"], rows, "")}`;
+  return page("Mail", nav, body);
 }
 
 /**
@@ -570,7 +508,7 @@ ${field("Sent", time(m.sentAt))}
 ${m.error ? field("Error", m.error) : ""}
 </dl>
 ${bodyParts(m.html, m.text)}`;
-  return page(`${m.subject} — Local mail`, nav, body);
+  return page(m.subject, nav, body);
 }
 
 /**
@@ -597,33 +535,16 @@ ${text}</pre>`
 function samplesPage(list: MailSampleList): string {
   const nav = html`<a href="${MAIL_VIEWER_PATH}">All mail</a>
 <a href="${MAIL_SAMPLES_PATH}.json">JSON</a>`;
-  const rows = list.samples.map((s) =>
-    html`
-      <tr>
-        <td><a href="${s.url}">${s.type}</a></td>
-        <td>${s.subject}</td>
-        <td>${s.description}</td>
-      </tr>
-    `
-  );
-  const body = html`
-    <p class="muted">One sample of each of the ${list.samples
-      .length} e-mail types, rendered from the
-    templates with made-up data (links on ${list.siteUrl}); nothing is sent or stored.</p>
-    <table>
-      <thead>
-        <tr>
-          <th>Type</th>
-          <th>Subject</th>
-          <th>Sent when</th>
-        </tr>
-      </thead>
-      <tbody>
-        ${join(rows, html`\n`)}
-          </tbody>
-    </table>
-  `;
-  return page("Sample e-mails — Local mail", nav, body);
+  const rows = list.samples.map((s) => [
+    html`<a href="${s.url}">${s.type}</a>`,
+    html`${s.subject}`,
+    html`${s.description}`,
+  ]);
+  const body = html`<p class="muted">One sample of each of the ${list.samples.length} e-mail types,
+rendered from the templates with made-up data (links on ${list.siteUrl}); nothing is sent or
+stored.</p>
+${table(["Type", "Subject", "Sent when"], rows, "No e-mail types.")}`;
+  return page("Sample e-mails", nav, body);
 }
 
 function samplePage(s: MailSampleMessage): string {
@@ -642,17 +563,10 @@ ${field("Sent when", s.description)}
 ${field("Preference", s.preference ?? "none: always sent")}
 </dl>
 ${bodyParts(s.html, s.text)}`;
-  return page(`${s.subject} — Sample — Local mail`, nav, body);
+  return page(`${s.subject} (sample)`, nav, body);
 }
 
 function errorPage(error: HttpError): string {
   const nav = html`<a href="${MAIL_VIEWER_PATH}">All mail</a>`;
-  return page(
-    `${error.status} — Local mail`,
-    nav,
-    html`
-      <h2>${error.status} ${error.code}</h2>
-      <p>${error.message}</p>
-    `,
-  );
+  return page(`${error.status} ${error.code}`, nav, html`<p>${error.message}</p>`);
 }

@@ -18,25 +18,25 @@
  *
  * @module
  */
-import type { AuthEmailAction, EmailType } from "../shared/notifications.ts";
-import { Env } from "../supabase/functions/_shared/platform/env.ts";
+import type { AuthEmailAction, EmailType } from "../../shared/notifications.ts";
+import { Env } from "../../supabase/functions/_shared/platform/env.ts";
 import {
   type EmailContent,
   type RenderedEmail,
   renderEmail,
-} from "../supabase/functions/_shared/email/render.ts";
+} from "../../supabase/functions/_shared/email/render.ts";
 import {
   sellerVerificationNotice,
   welcomeEmail,
-} from "../supabase/functions/_shared/email/templates/account.ts";
+} from "../../supabase/functions/_shared/email/templates/account.ts";
 import {
   adminContactDigest,
   adminListingDigest,
-} from "../supabase/functions/_shared/email/templates/admin.ts";
+} from "../../supabase/functions/_shared/email/templates/admin.ts";
 import {
   authEmailMessage,
   authEmails,
-} from "../supabase/functions/_shared/email/templates/auth.ts";
+} from "../../supabase/functions/_shared/email/templates/auth.ts";
 import {
   adminDisputeAfterPayoutNotice,
   adminEscrowHoldNotice,
@@ -44,31 +44,31 @@ import {
   adminPaymentReturnFailedNotice,
   paymentReturnedNotice,
   type StrayPaymentFacts,
-} from "../supabase/functions/_shared/email/templates/deal_alerts.ts";
+} from "../../supabase/functions/_shared/email/templates/deal_alerts.ts";
 import {
   type CompletedHandover,
   handoverCompleteSellerNotice,
   sellerReminderNotice,
-} from "../supabase/functions/_shared/email/templates/handover.ts";
+} from "../../supabase/functions/_shared/email/templates/handover.ts";
 import {
   listingApprovedEmail,
   listingResubmissionEmail,
-} from "../supabase/functions/_shared/email/templates/listings.ts";
-import { newListingsDigest } from "../supabase/functions/_shared/email/templates/listings_digest.ts";
+} from "../../supabase/functions/_shared/email/templates/listings.ts";
+import { newListingsDigest } from "../../supabase/functions/_shared/email/templates/listings_digest.ts";
 import {
   adminMessageEmail,
   noticeEmail,
-} from "../supabase/functions/_shared/email/templates/messages.ts";
+} from "../../supabase/functions/_shared/email/templates/messages.ts";
 import {
   type PaymentDeal,
   paymentNotices,
-} from "../supabase/functions/_shared/email/templates/payments.ts";
-import { priceAlertNotice } from "../supabase/functions/_shared/email/templates/price_alerts.ts";
+} from "../../supabase/functions/_shared/email/templates/payments.ts";
+import { priceAlertNotice } from "../../supabase/functions/_shared/email/templates/price_alerts.ts";
 import {
   sponsoredEndingNotice,
   type SponsoredPlacement,
   sponsoredStartedNotice,
-} from "../supabase/functions/_shared/email/templates/sponsored.ts";
+} from "../../supabase/functions/_shared/email/templates/sponsored.ts";
 
 /** One sample e-mail. */
 export interface MailSample {
