@@ -45,6 +45,8 @@ export const FEATURES: readonly (readonly string[])[] = [
     "duplicates",
     "analysis",
     "housekeeping",
+    "listing_access",
+    "conversations",
   ],
   ["daily"],
 ];

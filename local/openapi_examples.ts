@@ -149,6 +149,7 @@ export const OPENAPI_EXAMPLES: { [N in FunctionName]: OpenApiExample<N> } = {
     reason: "Please add the last 12 months of revenue to the financials.",
   },
   "send-sponsored-notifications": {},
+  "send-queued-notices": {},
   "cleanup-duplicates": { dryRun: true, kinds: ["listings"] },
   "process-sponsored-activations": {},
   "run-daily-tasks": { force: false, slot: "2026-01-15" },

@@ -13,6 +13,15 @@
  * answers for every key of {@linkcode LISTING_FIELDS} and refuses any other
  * key (SQLSTATE 22023, HTTP 400).
  *
+ * A confidential listing (`access_mode = 'nda'`) adds a second layer: its
+ * confidential fields are hidden from every viewer without approved access
+ * (an NDA-gated request), whatever their plan. One rule decides every
+ * hidden value ({@linkcode isFieldHidden}): hidden when the plan hides it
+ * OR it is confidential and the viewer has no approved access; the seller
+ * and admins see everything; access lifts the confidentiality layer, not
+ * the plan's. Each row names the two layers apart: `blurred_fields` (the
+ * plan) and `confidential_fields_hidden` (no access).
+ *
  * @module
  */
 
@@ -40,6 +49,8 @@ export const LISTING_FIELDS = [
   "blurred_fields",
   "is_sponsored",
   "sponsored_until",
+  "access_mode",
+  "confidential_fields_hidden",
 ] as const;
 /** A listing field, as `can_view_field` takes it. */
 export type ListingField = (typeof LISTING_FIELDS)[number];
@@ -92,6 +103,8 @@ export const FIELD_TO_COLUMN_MAP = {
   blurred_fields: "blurred_fields",
   is_sponsored: "is_sponsored",
   sponsored_until: "sponsored_until",
+  access_mode: "access_mode",
+  confidential_fields_hidden: "confidential_fields_hidden",
 } as const satisfies Record<ListingField, keyof ListingViewRow>;
 
 /** Who sees each field (`listing_fields.visibility`). */
@@ -118,6 +131,8 @@ export const FIELD_VISIBILITY = {
   blurred_fields: "listing",
   is_sponsored: "listing",
   sponsored_until: "listing",
+  access_mode: "listing",
+  confidential_fields_hidden: "listing",
 } as const satisfies Record<ListingField, FieldVisibility>;
 
 /**
@@ -138,18 +153,93 @@ export const COMPLETELY_BLOCKED_FIELDS_IF_BLURRED = [
   "seller",
 ] as const satisfies readonly BlurField[];
 
+/** `listings.access_mode`: `open` (every viewer sees what their plan shows) or `nda`. */
+export const ACCESS_MODES = ["open", "nda"] as const;
+/** A listing's access mode. */
+export type AccessMode = (typeof ACCESS_MODES)[number];
+
+/**
+ * The default `listings.confidential_fields`: what identifies the business.
+ * A seller may choose any of {@linkcode BLUR_FIELDS}; another key is refused
+ * with SQLSTATE 22023 (HTTP 400).
+ */
+export const DEFAULT_CONFIDENTIAL_FIELDS = [
+  "seller",
+  "url",
+] as const satisfies readonly BlurField[];
+
+/** What the rule needs to know about one viewer of one listing. */
+export interface BlurRuleInput {
+  /** The fields the viewer's plan hides (`blurred_fields` flags; none for the seller and admins). */
+  planHidden: readonly string[];
+  /** The listing's access mode. */
+  accessMode: AccessMode;
+  /** The listing's confidential fields (`listings.confidential_fields`). */
+  confidentialFields: readonly string[];
+  /** The viewer is the listing's seller or an admin. */
+  seesEverything: boolean;
+  /** The viewer has approved access (an approved `listing_access_requests` row). */
+  hasAccess: boolean;
+}
+
+/**
+ * The confidentiality layer (`public.confidential_fields_hidden()`): the
+ * confidential fields of an nda listing, for a viewer who is neither its
+ * seller nor an admin and has no approved access; else none.
+ */
+export function confidentialFieldsHidden(input: Omit<BlurRuleInput, "planHidden">): string[] {
+  return input.accessMode === "nda" && !input.seesEverything && !input.hasAccess
+    ? [...input.confidentialFields]
+    : [];
+}
+
+/**
+ * The one rule: `field` is hidden when the viewer's plan hides it or the
+ * confidentiality layer does. The seller and admins see everything.
+ */
+export function isFieldHidden(field: string, input: BlurRuleInput): boolean {
+  if (input.seesEverything) return false;
+  return input.planHidden.includes(field) || confidentialFieldsHidden(input).includes(field);
+}
+
+/** The hiding columns of a row of `listing_view_secure`. */
+export type HidingColumns = Pick<ListingViewRow, "blurred_fields" | "confidential_fields_hidden">;
+
+/** Every field hidden on `row`, by either layer, sorted and once each. */
+export function hiddenFieldsOf(row: HidingColumns): BlurField[] {
+  return [...new Set([...row.blurred_fields, ...row.confidential_fields_hidden])].sort();
+}
+
+/**
+ * Why `field` is hidden on `row`: its plan (`plan`: upgrading shows it),
+ * the listing's confidentiality (`confidential`: approved access shows it),
+ * both, or null when it is shown.
+ */
+export function hiddenBecause(
+  field: ListingField,
+  row: HidingColumns,
+): "plan" | "confidential" | "plan_and_confidential" | null {
+  const byPlan = (row.blurred_fields as readonly string[]).includes(field);
+  const byConfidentiality = (row.confidential_fields_hidden as readonly string[]).includes(field);
+  if (byPlan && byConfidentiality) return "plan_and_confidential";
+  if (byPlan) return "plan";
+  if (byConfidentiality) return "confidential";
+  return null;
+}
+
 /** How the UI shows a field of one listing row. */
 export type FieldPresentation = "value" | "placeholder" | "omit";
 
 /**
- * How to show `field` of a row whose `blurred_fields` column is
- * `blurredFields`: its value, a blurred placeholder, or nothing at all.
+ * How to show `field` of a row whose hidden fields are `hiddenFields`
+ * (`hiddenFieldsOf(row)`; the `blurred_fields` column alone leaves out the
+ * confidential ones): its value, a blurred placeholder, or nothing at all.
  */
 export function fieldPresentation(
   field: ListingField,
-  blurredFields: readonly string[],
+  hiddenFields: readonly string[],
 ): FieldPresentation {
-  if (!blurredFields.includes(field)) return "value";
+  if (!hiddenFields.includes(field)) return "value";
   return (COMPLETELY_BLOCKED_FIELDS_IF_BLURRED as readonly string[]).includes(field)
     ? "omit"
     : "placeholder";
@@ -176,7 +266,11 @@ export interface ListingViewRow {
   created_at: string;
   updated_at: string;
   is_owner: boolean;
+  /** The fields the viewer's plan hides on this row (their columns are null). */
   blurred_fields: BlurField[];
   is_sponsored: boolean;
   sponsored_until: string | null;
+  access_mode: AccessMode;
+  /** The confidential fields hidden on this row for want of approved access (columns null). */
+  confidential_fields_hidden: BlurField[];
 }

@@ -278,6 +278,15 @@ export const CATALOG = {
     input: SendPaymentEmailInput,
     output: NoticesOutput,
   },
+  "send-queued-notices": {
+    access: "scheduled",
+    group: "notifications",
+    summary:
+      "Writes the notices access requests, decisions, unread messages and reports owe, once each (every minute)",
+    beyondInterface:
+      "Confidential listings and conversations change state through RPCs with no function in the path; this delivers what those changes owe users (e-mail needs a function)",
+    output: JobAnswer,
+  },
   "send-resubmission-notification": {
     access: "admin",
     group: "notifications",

@@ -114,12 +114,14 @@ export type Database = {
         Row: {
           hidden_fields: string[];
           hide_asking_price: boolean;
+          hide_confidential: boolean;
           hide_description: boolean;
           hide_monthly_profit: boolean;
           hide_monthly_revenue: boolean;
           hide_monthly_traffic: boolean;
           hide_seller: boolean;
           hide_url: boolean;
+          locked: boolean;
           own_listing: boolean;
           sees_unapproved: boolean;
           viewer_class: string;
@@ -127,12 +129,14 @@ export type Database = {
         Insert: {
           hidden_fields?: never;
           hide_asking_price?: never;
+          hide_confidential?: never;
           hide_description?: never;
           hide_monthly_profit?: never;
           hide_monthly_revenue?: never;
           hide_monthly_traffic?: never;
           hide_seller?: never;
           hide_url?: never;
+          locked?: never;
           own_listing?: never;
           sees_unapproved?: never;
           viewer_class?: never;
@@ -140,12 +144,14 @@ export type Database = {
         Update: {
           hidden_fields?: never;
           hide_asking_price?: never;
+          hide_confidential?: never;
           hide_description?: never;
           hide_monthly_profit?: never;
           hide_monthly_revenue?: never;
           hide_monthly_traffic?: never;
           hide_seller?: never;
           hide_url?: never;
+          locked?: never;
           own_listing?: never;
           sees_unapproved?: never;
           viewer_class?: never;
@@ -304,6 +310,86 @@ export type Database = {
           user_id?: never;
         };
         Relationships: [];
+      };
+      conversation_reports: {
+        Row: {
+          conversation_id: string;
+          created_at: string;
+          id: string;
+          reason: string;
+          reporter_id: string;
+        };
+        Insert: {
+          conversation_id?: never;
+          created_at?: never;
+          id?: never;
+          reason?: never;
+          reporter_id?: never;
+        };
+        Update: {
+          conversation_id?: never;
+          created_at?: never;
+          id?: never;
+          reason?: never;
+          reporter_id?: never;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "conversation_reports_conversation_id_fkey";
+            columns: ["conversation_id"];
+            referencedRelation: "conversations";
+            referencedColumns: ["id"];
+          },
+        ];
+      };
+      conversations: {
+        Row: {
+          buyer_id: string;
+          buyer_last_read_at: string | null;
+          close_reason: string | null;
+          closed_at: string | null;
+          closed_by: string | null;
+          created_at: string;
+          id: string;
+          last_message_at: string | null;
+          listing_id: string;
+          seller_id: string;
+          seller_last_read_at: string | null;
+        };
+        Insert: {
+          buyer_id?: never;
+          buyer_last_read_at?: never;
+          close_reason?: never;
+          closed_at?: never;
+          closed_by?: never;
+          created_at?: never;
+          id?: never;
+          last_message_at?: never;
+          listing_id?: never;
+          seller_id?: never;
+          seller_last_read_at?: never;
+        };
+        Update: {
+          buyer_id?: never;
+          buyer_last_read_at?: never;
+          close_reason?: never;
+          closed_at?: never;
+          closed_by?: never;
+          created_at?: never;
+          id?: never;
+          last_message_at?: never;
+          listing_id?: never;
+          seller_id?: never;
+          seller_last_read_at?: never;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "conversations_listing_seller_fkey";
+            columns: ["listing_id", "seller_id"];
+            referencedRelation: "listings";
+            referencedColumns: ["id", "seller_id"];
+          },
+        ];
       };
       daily_task_runs: {
         Row: {
@@ -987,6 +1073,82 @@ export type Database = {
         };
         Relationships: [];
       };
+      listing_access_requests: {
+        Row: {
+          buyer_id: string;
+          created_at: string;
+          decided_at: string | null;
+          decided_by: string | null;
+          decision_reason: string | null;
+          expires_at: string;
+          id: string;
+          listing_id: string;
+          message: string | null;
+          nda_accepted_at: string;
+          nda_sha256: string;
+          nda_version: string;
+          revoke_reason: string | null;
+          revoked_at: string | null;
+          revoked_by: string | null;
+          seller_id: string;
+          status: string;
+          updated_at: string;
+        };
+        Insert: {
+          buyer_id?: never;
+          created_at?: never;
+          decided_at?: never;
+          decided_by?: never;
+          decision_reason?: never;
+          expires_at?: never;
+          id?: never;
+          listing_id?: never;
+          message?: never;
+          nda_accepted_at?: never;
+          nda_sha256?: never;
+          nda_version?: never;
+          revoke_reason?: never;
+          revoked_at?: never;
+          revoked_by?: never;
+          seller_id?: never;
+          status?: never;
+          updated_at?: never;
+        };
+        Update: {
+          buyer_id?: never;
+          created_at?: never;
+          decided_at?: never;
+          decided_by?: never;
+          decision_reason?: never;
+          expires_at?: never;
+          id?: never;
+          listing_id?: never;
+          message?: never;
+          nda_accepted_at?: never;
+          nda_sha256?: never;
+          nda_version?: never;
+          revoke_reason?: never;
+          revoked_at?: never;
+          revoked_by?: never;
+          seller_id?: never;
+          status?: never;
+          updated_at?: never;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "listing_access_requests_listing_seller_fkey";
+            columns: ["listing_id", "seller_id"];
+            referencedRelation: "listings";
+            referencedColumns: ["id", "seller_id"];
+          },
+          {
+            foreignKeyName: "listing_access_requests_nda_version_fkey";
+            columns: ["nda_version"];
+            referencedRelation: "nda_documents";
+            referencedColumns: ["version"];
+          },
+        ];
+      };
       listing_fields: {
         Row: {
           column_name: string;
@@ -1050,9 +1212,19 @@ export type Database = {
       };
       listings: {
         Row: {
+          access_buyers: string[];
+          access_mode: string;
           archived_reason: string | null;
           asking_price: number;
           category: string;
+          confidential_asking_price: boolean | null;
+          confidential_description: boolean | null;
+          confidential_fields: string[];
+          confidential_monthly_profit: boolean | null;
+          confidential_monthly_revenue: boolean | null;
+          confidential_monthly_traffic: boolean | null;
+          confidential_seller: boolean | null;
+          confidential_url: boolean | null;
           created_at: string;
           currency: string;
           description: string | null;
@@ -1074,9 +1246,19 @@ export type Database = {
           views_count: number;
         };
         Insert: {
+          access_buyers?: never;
+          access_mode?: string;
           archived_reason?: never;
           asking_price: number;
           category: string;
+          confidential_asking_price?: never;
+          confidential_description?: never;
+          confidential_fields?: string[];
+          confidential_monthly_profit?: never;
+          confidential_monthly_revenue?: never;
+          confidential_monthly_traffic?: never;
+          confidential_seller?: never;
+          confidential_url?: never;
           created_at?: never;
           currency?: string;
           description?: string | null;
@@ -1098,9 +1280,19 @@ export type Database = {
           views_count?: never;
         };
         Update: {
+          access_buyers?: never;
+          access_mode?: string;
           archived_reason?: never;
           asking_price?: number;
           category?: string;
+          confidential_asking_price?: never;
+          confidential_description?: never;
+          confidential_fields?: string[];
+          confidential_monthly_profit?: never;
+          confidential_monthly_revenue?: never;
+          confidential_monthly_traffic?: never;
+          confidential_seller?: never;
+          confidential_url?: never;
           created_at?: never;
           currency?: string;
           description?: string | null;
@@ -1120,6 +1312,83 @@ export type Database = {
           updated_at?: never;
           url?: string | null;
           views_count?: never;
+        };
+        Relationships: [];
+      };
+      messages: {
+        Row: {
+          body: string;
+          conversation_id: string;
+          created_at: string;
+          id: string;
+          sender_id: string;
+        };
+        Insert: {
+          body?: never;
+          conversation_id?: never;
+          created_at?: never;
+          id?: never;
+          sender_id?: never;
+        };
+        Update: {
+          body?: never;
+          conversation_id?: never;
+          created_at?: never;
+          id?: never;
+          sender_id?: never;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "messages_conversation_id_fkey";
+            columns: ["conversation_id"];
+            referencedRelation: "conversations";
+            referencedColumns: ["id"];
+          },
+        ];
+      };
+      nda_acceptance_addresses: {
+        Row: {
+          client_address: string | null;
+          recorded_at: string;
+          request_id: string;
+        };
+        Insert: {
+          client_address?: never;
+          recorded_at?: never;
+          request_id?: never;
+        };
+        Update: {
+          client_address?: never;
+          recorded_at?: never;
+          request_id?: never;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "nda_acceptance_addresses_request_id_fkey";
+            columns: ["request_id"];
+            referencedRelation: "listing_access_requests";
+            referencedColumns: ["id"];
+          },
+        ];
+      };
+      nda_documents: {
+        Row: {
+          body: string;
+          published_at: string;
+          sha256: string;
+          version: string;
+        };
+        Insert: {
+          body: string;
+          published_at?: never;
+          sha256?: never;
+          version: string;
+        };
+        Update: {
+          body?: never;
+          published_at?: never;
+          sha256?: never;
+          version?: never;
         };
         Relationships: [];
       };
@@ -1150,6 +1419,51 @@ export type Database = {
           updated_at?: never;
           user_id?: never;
           welcomed_at?: never;
+        };
+        Relationships: [];
+      };
+      notice_queue: {
+        Row: {
+          attempts: number;
+          created_at: string;
+          done_at: string | null;
+          due_at: string;
+          id: string;
+          kind: string;
+          last_error: string | null;
+          outcome: string | null;
+          status: string;
+          subject_id: string;
+          updated_at: string;
+          user_id: string;
+        };
+        Insert: {
+          attempts?: never;
+          created_at?: never;
+          done_at?: never;
+          due_at?: never;
+          id?: never;
+          kind?: never;
+          last_error?: never;
+          outcome?: never;
+          status?: never;
+          subject_id?: never;
+          updated_at?: never;
+          user_id?: never;
+        };
+        Update: {
+          attempts?: never;
+          created_at?: never;
+          done_at?: never;
+          due_at?: never;
+          id?: never;
+          kind?: never;
+          last_error?: never;
+          outcome?: never;
+          status?: never;
+          subject_id?: never;
+          updated_at?: never;
+          user_id?: never;
         };
         Relationships: [];
       };
@@ -1841,9 +2155,11 @@ export type Database = {
     Views: {
       listing_view_secure: {
         Row: {
+          access_mode: string | null;
           asking_price: number | null;
           blurred_fields: string[] | null;
           category: string | null;
+          confidential_fields_hidden: string[] | null;
           created_at: string | null;
           currency: string | null;
           description: string | null;
@@ -1921,6 +2237,13 @@ export type Database = {
           keep_id: string;
         }[];
       };
+      assert_access_request_pending: {
+        Args: {
+          p_action: string;
+          p_request: Database["public"]["Tables"]["listing_access_requests"]["Row"];
+        };
+        Returns: undefined;
+      };
       assert_may_ask_about: {
         Args: { p_action: string; p_user: string };
         Returns: undefined;
@@ -1933,6 +2256,10 @@ export type Database = {
         Returns: undefined;
       };
       assert_signed_in: { Args: { p_action: string }; Returns: undefined };
+      block_conversation: {
+        Args: { p_conversation: string; p_reason?: string };
+        Returns: undefined;
+      };
       calculate_commission: {
         Args: { p_amount: number; p_seller_id: string };
         Returns: number;
@@ -1988,7 +2315,25 @@ export type Database = {
           started_at: string;
         }[];
       };
+      clean_user_text: {
+        Args: {
+          p_max_length: number;
+          p_required: boolean;
+          p_text: string;
+          p_what: string;
+        };
+        Returns: string;
+      };
       client_network: { Args: { p_address: string }; Returns: string };
+      confidential_fields_hidden: {
+        Args: {
+          p_access_mode: string;
+          p_confidential_fields: string[];
+          p_has_access: boolean;
+          p_sees_everything: boolean;
+        };
+        Returns: string[];
+      };
       confirm_deal_documents: {
         Args: { p_deal?: string };
         Returns: {
@@ -2044,7 +2389,15 @@ export type Database = {
           isSetofReturn: false;
         };
       };
+      conversation_email_due: {
+        Args: { p_conversation: string; p_user: string };
+        Returns: {
+          due_at: string;
+          since: string;
+        }[];
+      };
       currency_minor_digits: { Args: { p_currency: string }; Returns: number };
+      current_nda_version: { Args: Record<PropertyKey, never>; Returns: string };
       current_plan: { Args: { p_user: string }; Returns: string };
       deactivate_duplicate_price_alerts: {
         Args: Record<PropertyKey, never>;
@@ -2061,6 +2414,10 @@ export type Database = {
       deal_transition_allowed: {
         Args: { p_from: string; p_to: string };
         Returns: boolean;
+      };
+      decide_listing_access: {
+        Args: { p_approve: boolean; p_reason?: string; p_request: string };
+        Returns: undefined;
       };
       decline_offer: { Args: { p_offer: string }; Returns: undefined };
       deliver_handover_step: {
@@ -2147,6 +2504,10 @@ export type Database = {
           isSetofReturn: true;
         };
       };
+      expire_listing_access_requests: {
+        Args: Record<PropertyKey, never>;
+        Returns: number;
+      };
       expire_offers: { Args: Record<PropertyKey, never>; Returns: number };
       find_duplicate_listings: {
         Args: Record<PropertyKey, never>;
@@ -2206,6 +2567,10 @@ export type Database = {
         Args: { p_from: string; p_to: string };
         Returns: boolean;
       };
+      has_listing_access: {
+        Args: { p_listing: string; p_user: string };
+        Returns: boolean;
+      };
       has_role: { Args: { p_role: string; p_user: string }; Returns: boolean };
       is_admin: { Args: Record<PropertyKey, never>; Returns: boolean };
       is_client_request: { Args: Record<PropertyKey, never>; Returns: boolean };
@@ -2250,6 +2615,41 @@ export type Database = {
           isSetofReturn: true;
         };
       };
+      listing_visibility: {
+        Args: { p_listing: string; p_user: string };
+        Returns: {
+          confidential_fields_hidden: string[];
+          hidden_fields: string[];
+          sees_everything: boolean;
+          sees_listing: boolean;
+        }[];
+      };
+      lock_conversation: {
+        Args: {
+          p_action: string;
+          p_conversation: string;
+          p_participants_only: boolean;
+        };
+        Returns: {
+          buyer_id: string;
+          buyer_last_read_at: string | null;
+          close_reason: string | null;
+          closed_at: string | null;
+          closed_by: string | null;
+          created_at: string;
+          id: string;
+          last_message_at: string | null;
+          listing_id: string;
+          seller_id: string;
+          seller_last_read_at: string | null;
+        };
+        SetofOptions: {
+          from: "*";
+          to: "conversations";
+          isOneToOne: true;
+          isSetofReturn: false;
+        };
+      };
       lock_deal_for_handover: {
         Args: { p_action: string; p_deal: string; p_side: string };
         Returns: {
@@ -2280,6 +2680,39 @@ export type Database = {
           isOneToOne: true;
           isSetofReturn: false;
         };
+      };
+      lock_listing_access_request: {
+        Args: { p_action: string; p_by_seller: boolean; p_request: string };
+        Returns: {
+          buyer_id: string;
+          created_at: string;
+          decided_at: string | null;
+          decided_by: string | null;
+          decision_reason: string | null;
+          expires_at: string;
+          id: string;
+          listing_id: string;
+          message: string | null;
+          nda_accepted_at: string;
+          nda_sha256: string;
+          nda_version: string;
+          revoke_reason: string | null;
+          revoked_at: string | null;
+          revoked_by: string | null;
+          seller_id: string;
+          status: string;
+          updated_at: string;
+        };
+        SetofOptions: {
+          from: "*";
+          to: "listing_access_requests";
+          isOneToOne: true;
+          isSetofReturn: false;
+        };
+      };
+      mark_conversation_read: {
+        Args: { p_conversation: string };
+        Returns: string;
       };
       match_price_alerts: {
         Args: { p_since: string };
@@ -2320,14 +2753,31 @@ export type Database = {
         };
         Returns: number;
       };
+      open_conversation: {
+        Args: { p_buyer: string; p_listing: string; p_seller: string };
+        Returns: {
+          created: boolean;
+          id: string;
+        }[];
+      };
       plan_of: { Args: { p_user: string }; Returns: string };
       price_alerts_since: { Args: Record<PropertyKey, never>; Returns: string };
       prune_listing_views: { Args: { p_limit: number }; Returns: number };
+      prune_notice_queue: { Args: { p_older_than?: string }; Returns: number };
       prune_project_analysis_cache: {
         Args: { p_now?: string };
         Returns: number;
       };
       prune_rate_limits: { Args: { p_older_than?: string }; Returns: number };
+      queue_notice: {
+        Args: {
+          p_due_at?: string;
+          p_kind: string;
+          p_subject: string;
+          p_user: string;
+        };
+        Returns: undefined;
+      };
       reconcile_price_alert_emails: {
         Args: Record<PropertyKey, never>;
         Returns: {
@@ -2358,11 +2808,31 @@ export type Database = {
         Args: Record<PropertyKey, never>;
         Returns: undefined;
       };
+      refresh_conversation_notice: {
+        Args: { p_conversation: string; p_user: string };
+        Returns: undefined;
+      };
+      report_conversation: {
+        Args: { p_conversation: string; p_reason: string };
+        Returns: string;
+      };
       request_client_address: {
         Args: Record<PropertyKey, never>;
         Returns: string;
       };
+      request_listing_access: {
+        Args: { p_listing: string; p_message?: string; p_nda_version: string };
+        Returns: string;
+      };
+      revoke_listing_access: {
+        Args: { p_reason?: string; p_request: string };
+        Returns: undefined;
+      };
       schedule_jobs: { Args: Record<PropertyKey, never>; Returns: number };
+      send_message: {
+        Args: { p_body: string; p_conversation: string };
+        Returns: string;
+      };
       sponsored_changes_due: {
         Args: { p_at: string };
         Returns: {
@@ -2374,6 +2844,7 @@ export type Database = {
           starts_at: string;
         }[];
       };
+      start_conversation: { Args: { p_listing: string }; Returns: string };
       sync_listing_sponsorship: {
         Args: { p_listing: string };
         Returns: undefined;
@@ -2396,6 +2867,10 @@ export type Database = {
           remaining: number;
           retry_after_seconds: number;
         }[];
+      };
+      take_user_limit: {
+        Args: { p_action: string; p_name: string };
+        Returns: undefined;
       };
       transition_deal: {
         Args: {
@@ -2434,6 +2909,10 @@ export type Database = {
           isSetofReturn: false;
         };
       };
+      withdraw_listing_access: {
+        Args: { p_request: string };
+        Returns: undefined;
+      };
       withdraw_offer: { Args: { p_offer: string }; Returns: undefined };
     };
     Enums: {
@@ -2452,6 +2931,8 @@ export type Database = {
         hide_monthly_profit: boolean | null;
         hide_monthly_traffic: boolean | null;
         hidden_fields: string[] | null;
+        locked: boolean | null;
+        hide_confidential: boolean | null;
       };
     };
   };

@@ -40,6 +40,7 @@ export const FUNCTION_NAMES = [
   "send-new-user-notification",
   "send-notification",
   "send-payment-email",
+  "send-queued-notices",
   "send-resubmission-notification",
   "send-sponsored-notifications",
   "cleanup-duplicates",

@@ -5,9 +5,32 @@
  * @module
  */
 import { z } from "zod";
+import { cleanUserText, USER_TEXT_PROBLEMS, userTextProblem } from "./user_text.ts";
 
 /** A deal's id. */
 export const DealId = z.uuid();
+
+/**
+ * Free text a user writes, as the database takes it (`user_text.ts`): at
+ * most `max` characters after cleaning, not empty when `required`; parses to
+ * the cleaned text, or to `undefined` for an empty optional one.
+ */
+export function UserText(max: number, required: boolean) {
+  return z.string().transform((text, context) => {
+    const problem = userTextProblem(text, { max, required });
+    if (problem) {
+      context.addIssue({
+        code: "custom",
+        message: problem === "too_long"
+          ? `It is longer than ${max} characters`
+          : USER_TEXT_PROBLEMS[problem],
+      });
+      return z.NEVER;
+    }
+    const cleaned = cleanUserText(text);
+    return cleaned === "" ? undefined : cleaned;
+  });
+}
 
 /** Every failure: `{ error: { code, message, details? } }`. */
 export const ErrorBody = z.object({

@@ -12,6 +12,9 @@
 -- Listings: 12 approved (more than one explore page of 9) and one each of
 -- draft, pending_review, rejected and archived, which only their seller and
 -- admins see. One deal: free@ buys "Inbox Zero SaaS" from starter@.
+-- Confidential: "Local SEO Agency Tool" (pro@'s) keeps its URL, seller and
+-- revenue behind the NDA; free@ was let in and talks with pro@ about it,
+-- starter@'s request waits for pro@'s answer.
 -- =============================================================================
 
 insert into auth.users (id, email, email_confirmed_at, raw_user_meta_data) values
@@ -78,3 +81,46 @@ insert into public.deals (id, listing_id, buyer_id, seller_id, amount, currency)
   ('20000000-0000-4000-8000-000000000001', '10000000-0000-4000-8000-000000000001',
    '00000000-0000-4000-8000-000000000002', '00000000-0000-4000-8000-000000000003', 45000, 'USD')
 on conflict (id) do nothing;
+
+-- A confidential listing, an approved and a pending access request, and the
+-- conversation approval opened (with fixed ids, created first, so the
+-- approval finds it).
+update public.listings set access_mode = 'nda', confidential_fields = '{monthly_revenue,seller,url}'
+where id = '10000000-0000-4000-8000-000000000008' and access_mode = 'open';
+
+insert into public.listing_access_requests (
+  id, listing_id, buyer_id, seller_id, message, nda_version, nda_sha256
+)
+select r.id, '10000000-0000-4000-8000-000000000008', r.buyer_id,
+       '00000000-0000-4000-8000-000000000004', r.message, d.version, d.sha256
+from (values
+  ('30000000-0000-4000-8000-000000000001'::uuid, '00000000-0000-4000-8000-000000000002'::uuid,
+   'I run an SEO consultancy and would like to see the client list.'),
+  ('30000000-0000-4000-8000-000000000002'::uuid, '00000000-0000-4000-8000-000000000003'::uuid,
+   null)
+) as r (id, buyer_id, message)
+cross join public.nda_documents d
+where d.version = '1'
+on conflict do nothing;
+
+insert into public.conversations (id, listing_id, buyer_id, seller_id) values
+  ('40000000-0000-4000-8000-000000000001', '10000000-0000-4000-8000-000000000008',
+   '00000000-0000-4000-8000-000000000002', '00000000-0000-4000-8000-000000000004')
+on conflict do nothing;
+
+update public.listing_access_requests set status = 'approved',
+  decided_by = '00000000-0000-4000-8000-000000000004', decision_reason = 'Welcome!'
+where id = '30000000-0000-4000-8000-000000000001' and status = 'pending';
+
+insert into public.messages (id, conversation_id, sender_id, body, created_at) values
+  ('50000000-0000-4000-8000-000000000001', '40000000-0000-4000-8000-000000000001',
+   '00000000-0000-4000-8000-000000000002', 'Thanks for the access! How many of the 25 agencies renewed last year?',
+   now() - interval '2 hours'),
+  ('50000000-0000-4000-8000-000000000002', '40000000-0000-4000-8000-000000000001',
+   '00000000-0000-4000-8000-000000000004', E'All but two.\nHappy to share the renewal report.',
+   now() - interval '1 hour')
+on conflict do nothing;
+
+update public.conversations set last_message_at = now() - interval '1 hour',
+  buyer_last_read_at = now() - interval '2 hours', seller_last_read_at = now() - interval '1 hour'
+where id = '40000000-0000-4000-8000-000000000001' and last_message_at is null;

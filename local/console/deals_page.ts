@@ -13,6 +13,7 @@ import type { ConsoleContext, Route } from "./types.ts";
 import {
   badge,
   CONSOLE_PATH,
+  filterCards,
   html,
   page,
   prettyJson,
@@ -315,11 +316,6 @@ export async function timelineOf(sql: Sql, deal: DealRow): Promise<TimelineEntry
 }
 
 function listPage(counts: Record<string, number>, deals: DealRow[], state: string | null): string {
-  const cards = Object.entries(counts).map(([s, n]) =>
-    html`<a class="card" href="${PATH}?state=${s}">${
-      s === state ? html`<b>${n}</b><u>${s}</u>` : html`<b>${n}</b>${s}`
-    }</a>`
-  );
   const rows = deals.map((d) => [
     time(d.created_at),
     html`<a href="${PATH}/${d.id}"><code>${d.id.slice(0, 8)}</code></a>`,
@@ -333,11 +329,9 @@ function listPage(counts: Record<string, number>, deals: DealRow[], state: strin
   return page(
     "Deals",
     PATH,
-    html`<div class="cards">${cards}</div>
-<p class="filters">${
-      state ? html`Showing <b>${state}</b> · <a href="${PATH}">all states</a>` : "All states"
-    } ·
-<a href="${PATH}.json${state ? `?state=${state}` : ""}">JSON</a></p>
+    html`${
+      filterCards({ path: PATH, param: "state", counts, selected: state, everything: "all states" })
+    }
 ${
       table(
         ["Created", "Deal", "Listing", "Buyer", "Seller", "Amount", "State", "Payment"],

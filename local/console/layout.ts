@@ -24,6 +24,8 @@ export const PAGES = [
   { path: `${CONSOLE_PATH}/webhooks`, title: "Webhooks" },
   { path: `${CONSOLE_PATH}/jobs`, title: "Jobs" },
   { path: `${CONSOLE_PATH}/deals`, title: "Deals" },
+  { path: `${CONSOLE_PATH}/access`, title: "Access" },
+  { path: `${CONSOLE_PATH}/conversations`, title: "Conversations" },
   { path: `${CONSOLE_PATH}/mail`, title: "Mail" },
 ] as const;
 
@@ -80,6 +82,9 @@ const STYLE = html`<style>
     padding: 12px 16px; border: 1px solid #d0d7de; margin: 0 0 16px; }
   dt { font-weight: 600; color: #57606a; }
   dd { margin: 0; overflow-wrap: anywhere; }
+  table.facts th { width: 13em; white-space: nowrap; }
+  .facts pre, .timeline pre { margin: 0; padding: 6px 10px; }
+  .timeline td:nth-child(4) { width: 40%; }
   iframe { width: 100%; height: 70vh; border: 1px solid #d0d7de; background: #fff;
     resize: vertical; }
 </style>`;
@@ -164,4 +169,37 @@ export function duration(ms: number | null | undefined): string {
 /** Pretty JSON of a value for a `<pre>`. */
 export function prettyJson(value: unknown): string {
   return JSON.stringify(value, null, 2) ?? "undefined";
+}
+
+/**
+ * The head of a list page filtered by one query parameter (`?state=`,
+ * `?status=`): a card per value with its count (the selected one underlined),
+ * then a line saying what is shown, with a link back to everything and to the
+ * same list as JSON.
+ */
+export function filterCards(options: {
+  /** The list's path (`/_local/deals`). */
+  path: string;
+  /** The query parameter (`state`, `status`). */
+  param: string;
+  /** Each value with its count, in the order the cards show. */
+  counts: Record<string, number>;
+  /** The value filtered on, or null for everything. */
+  selected: string | null;
+  /** What "everything" is called: "all states", "all statuses", … */
+  everything: string;
+}): SafeHtml {
+  const { path, param, counts, selected, everything } = options;
+  const cards = Object.entries(counts).map(([value, n]) =>
+    html`<a class="card" href="${path}?${param}=${value}">${
+      value === selected ? html`<b>${n}</b><u>${value}</u>` : html`<b>${n}</b>${value}`
+    }</a>`
+  );
+  const query = selected ? `?${param}=${selected}` : "";
+  const Everything = everything.charAt(0).toUpperCase() + everything.slice(1);
+  return html`<div class="cards">${cards}</div>
+<p class="filters">${
+    selected ? html`Showing <b>${selected}</b> · <a href="${path}">${everything}</a>` : Everything
+  } ·
+<a href="${path}.json${query}">JSON</a></p>`;
 }

@@ -65,6 +65,18 @@ import {
 } from "../../supabase/functions/_shared/email/templates/payments.ts";
 import { priceAlertNotice } from "../../supabase/functions/_shared/email/templates/price_alerts.ts";
 import {
+  accessApprovedNotice,
+  accessDeclinedNotice,
+  accessExpiredNotice,
+  accessRequestedNotice,
+  type AccessRequestFacts,
+  accessRevokedNotice,
+} from "../../supabase/functions/_shared/email/templates/listing_access.ts";
+import {
+  conversationReportedNotice,
+  conversationUnreadEmail,
+} from "../../supabase/functions/_shared/email/templates/conversations.ts";
+import {
   sponsoredEndingNotice,
   type SponsoredPlacement,
   sponsoredStartedNotice,
@@ -138,6 +150,19 @@ const COMPLETED: CompletedHandover = {
   currency: "EUR",
   completion: "inspection_lapsed",
 };
+
+const ACCESS_REQUEST: AccessRequestFacts = {
+  requestId: id(41),
+  listingId: LISTING_ID,
+  title: SAMPLE_LISTING_TITLE,
+  ndaVersion: "1",
+  message:
+    'Hi! I run two recipe sites and would like to see the traffic sources.\nI can share proof of funds: R&D <Tools> budget, "cash".',
+  expiresAt: hoursFrom(NOW, 14 * 24),
+  reason: null,
+};
+
+const CONVERSATION_ID = id(42);
 
 /** `content` rendered as `notifications/notify.ts` renders every notice's e-mail. */
 const rendered = (content: () => EmailContent) => () => renderEmail(content(), SAMPLE_SITE_URL);
@@ -454,6 +479,77 @@ export const MAIL_SAMPLES: { readonly [T in EmailType]: MailSample } = {
         daysLeft: 14,
         holdDays: 90,
       }).email
+    ),
+  },
+  admin_conversation_report: {
+    type: "admin_conversation_report",
+    description: "To admins: a participant reported a conversation (send-queued-notices).",
+    render: rendered(() =>
+      conversationReportedNotice({
+        conversationId: CONVERSATION_ID,
+        title: SAMPLE_LISTING_TITLE,
+        reporter: "buyer",
+        reason:
+          'The seller asked me to pay outside the platform:\n"send it to my <b>PHP</b> wallet".',
+        reportedAt: NOW,
+      }).email
+    ),
+  },
+  listing_access_requested: {
+    type: "listing_access_requested",
+    description:
+      "To a seller: a buyer accepted the NDA and asks for access to a confidential listing.",
+    render: rendered(() => accessRequestedNotice(ACCESS_REQUEST).email),
+  },
+  listing_access_approved: {
+    type: "listing_access_approved",
+    description: "To the buyer: the seller approved their access (with a note).",
+    render: rendered(() =>
+      accessApprovedNotice({ ...ACCESS_REQUEST, reason: "Welcome, Ana O'Neil & Co!" }).email
+    ),
+  },
+  listing_access_declined: {
+    type: "listing_access_declined",
+    description: "To the buyer: the seller declined their access request.",
+    render: rendered(() =>
+      accessDeclinedNotice({
+        ...ACCESS_REQUEST,
+        reason: "We only talk to buyers with\nproof of funds <script>alert('hi')</script>.",
+      }).email
+    ),
+  },
+  listing_access_revoked: {
+    type: "listing_access_revoked",
+    description: "To the buyer: the seller revoked their access (or blocked the conversation).",
+    render: rendered(() =>
+      accessRevokedNotice({ ...ACCESS_REQUEST, reason: "The seller blocked the conversation" })
+        .email
+    ),
+  },
+  listing_access_expired: {
+    type: "listing_access_expired",
+    description: "To the buyer: their request lapsed after 14 days without an answer (daily run).",
+    render: rendered(() => accessExpiredNotice(ACCESS_REQUEST).email),
+  },
+  conversation_unread: {
+    type: "conversation_unread",
+    description:
+      "To a participant: messages unread 15 minutes after they were sent (at most hourly).",
+    render: rendered(() =>
+      conversationUnreadEmail({
+        conversationId: CONVERSATION_ID,
+        title: SAMPLE_LISTING_TITLE,
+        from: "seller",
+        messages: [
+          { body: "Thanks for signing the NDA.", sentAt: NOW },
+          {
+            body:
+              "Traffic is 60% organic, 30% <b>PHP</b> forum referrals.\nHappy to share analytics.",
+            sentAt: hoursFrom(NOW, 0.1),
+          },
+        ],
+        total: 2,
+      })
     ),
   },
   auth_signup: {

@@ -1,9 +1,9 @@
 /**
  * The local console at `/_local/`: one server-rendered page per area of the
- * backend (Functions, Requests, Webhooks, Jobs, Deals; Mail is the mail
- * viewer, `mail_viewer.ts`), served by `deno task start` only — the
- * gateway hands it every `/_local/` path the mail viewer does not answer;
- * nothing here is deployed.
+ * backend (Functions, Requests, Webhooks, Jobs, Deals, Access,
+ * Conversations; Mail is the mail viewer, `mail_viewer.ts`), served by
+ * `deno task start` only — the gateway hands it every `/_local/` path the
+ * mail viewer does not answer; nothing here is deployed.
  *
  * - No page needs JavaScript, and none has any: the actions (call a
  *   function, replay a webhook event, run a job) are plain forms the console
@@ -31,6 +31,8 @@ import { requestsRoutes } from "./requests_page.ts";
 import { webhooksRoutes } from "./webhooks_page.ts";
 import { jobsRoutes } from "./jobs_page.ts";
 import { dealsRoutes } from "./deals_page.ts";
+import { accessRoutes } from "./access_page.ts";
+import { conversationsRoutes } from "./conversations_page.ts";
 
 /**
  * The console's Content-Security-Policy: no script, inline styles, forms to
@@ -59,6 +61,8 @@ export function createConsole(options: ConsoleOptions): (req: Request) => Promis
     ...webhooksRoutes(context),
     ...jobsRoutes(context),
     ...dealsRoutes(context),
+    ...accessRoutes(context),
+    ...conversationsRoutes(context),
   ];
   const flashes = new Map<string, SafeHtml>();
 
@@ -233,6 +237,8 @@ const DESCRIPTIONS: Record<string, string> = {
   Webhooks: "The payment processor's event ledger; replay an event through the real handler.",
   Jobs: "Scheduled functions, their last runs, run now; price-alert run durations.",
   Deals: "Deals by state, and one deal's timeline.",
+  Access: "Access requests to confidential listings by status, and one request's timeline.",
+  Conversations: "Conversations (open, closed, reported), and one conversation's timeline.",
   Mail: "Every e-mail the functions wrote, and a sample of every e-mail type.",
 };
 

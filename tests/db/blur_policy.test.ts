@@ -256,7 +256,11 @@ sqlTest("can_view_field() lets a client ask only about itself", async () => {
 });
 
 /** Columns the view computes for the viewer: they have no stored value to compare with. */
-const VIEWER_COLUMNS: ReadonlySet<string> = new Set(["is_owner", "blurred_fields"]);
+const VIEWER_COLUMNS: ReadonlySet<string> = new Set([
+  "is_owner",
+  "blurred_fields",
+  "confidential_fields_hidden",
+]);
 
 /** Every viewer kind, with the user can_view_field() is asked about (null: a visitor). */
 function viewerKinds(): Array<{ name: string; who: SqlIdentity; userId: string | null }> {
@@ -612,16 +616,21 @@ async function assertPolicyMirrorsFlags(client: pg.Pool | pg.PoolClient, context
     Record<string, unknown> & {
       viewer_class: string;
       own_listing: boolean;
+      locked: boolean;
       sees_unapproved: boolean;
+      hide_confidential: boolean;
       hidden_fields: string[];
     }
-  >("select * from public.blurred_fields_by_viewer order by viewer_class, own_listing");
-  assert.equal(rows.length, 10, `${context}: one row per viewer class and own_listing`);
+  >("select * from public.blurred_fields_by_viewer order by viewer_class, own_listing, locked");
+  assert.equal(rows.length, 20, `${context}: one row per viewer class, own_listing and lock`);
   for (const row of rows) {
     const hidden = row.own_listing ? [] : expected.get(row.viewer_class)!;
-    const where = `${context}: ${row.viewer_class}, own_listing ${row.own_listing}`;
+    const where =
+      `${context}: ${row.viewer_class}, own_listing ${row.own_listing}, locked ${row.locked}`;
     assert.deepEqual(row.hidden_fields, hidden, where);
-    assert.equal(row.sees_unapproved, row.own_listing || row.viewer_class === "admin", where);
+    const seesAll = row.own_listing || row.viewer_class === "admin";
+    assert.equal(row.sees_unapproved, seesAll, where);
+    assert.equal(row.hide_confidential, row.locked && !seesAll, `${where}: hide_confidential`);
     for (const field of FIELDS) {
       assert.equal(row[`hide_${field}`], hidden.includes(field), `${where}: hide_${field}`);
     }
@@ -892,35 +901,110 @@ sqlTest(
         await rejectsWith(c, "42501", "select public.refresh_blurred_fields_by_viewer()");
       });
     }
+    // Each row twice, unlocked and locked (a confidential listing the caller has no
+    // access to: the confidential blur migration); only someone else's locked row
+    // hides confidential fields. No own_listing rows for a visitor, who owns nothing.
+    const ORDER = "order by own_listing, locked";
     await asRole(db.pool, identity("unauth"), async (c) => {
-      const { rows } = await c.query(
-        "select * from public.listing_viewer_rows() order by own_listing",
-      );
-      // The own_listing row of a visitor has no user id, so it matches no listing.
+      const { rows } = await c.query(`select * from public.listing_viewer_rows() ${ORDER}`);
       assert.deepEqual(
-        rows.map((r) => [r.user_id, r.own_listing, r.hidden_fields]),
-        [[null, false, DEFAULT_HIDDEN.unauth], [null, true, []]],
-      );
-    });
-    await asRole(db.pool, identity("starter"), async (c) => {
-      const { rows } = await c.query(
-        "select * from public.listing_viewer_rows() order by own_listing",
-      );
-      assert.deepEqual(
-        rows.map((r) => [r.user_id, r.own_listing, r.sees_unapproved, r.hidden_fields]),
+        rows.map((r) => [r.user_id, r.own_listing, r.locked, r.hide_confidential, r.hidden_fields]),
         [
-          [viewers.starter.id, false, false, DEFAULT_HIDDEN.starter],
-          [viewers.starter.id, true, true, []],
+          [null, false, false, false, DEFAULT_HIDDEN.unauth],
+          [null, false, true, true, DEFAULT_HIDDEN.unauth],
         ],
       );
     });
-    await asRole(db.pool, { role: "authenticated", userId: admin.id }, async (c) => {
+    await asRole(db.pool, identity("starter"), async (c) => {
+      const { rows } = await c.query(`select * from public.listing_viewer_rows() ${ORDER}`);
+      assert.deepEqual(
+        rows.map((r) => [
+          r.user_id,
+          r.own_listing,
+          r.sees_unapproved,
+          r.locked,
+          r.hide_confidential,
+          r.hidden_fields,
+        ]),
+        [
+          [viewers.starter.id, false, false, false, false, DEFAULT_HIDDEN.starter],
+          [viewers.starter.id, false, false, true, true, DEFAULT_HIDDEN.starter],
+          [viewers.starter.id, true, true, false, false, []],
+          [viewers.starter.id, true, true, true, false, []],
+        ],
+      );
+    });
+    // A seller on the free plan.
+    await asRole(db.pool, { role: "authenticated", userId: seller.id }, async (c) => {
       const { rows } = await c.query(
-        "select own_listing, sees_unapproved, hidden_fields from public.listing_viewer_rows() order by own_listing",
+        `select own_listing, sees_unapproved, locked, hide_confidential, hidden_fields
+         from public.listing_viewer_rows() ${ORDER}`,
       );
       assert.deepEqual(rows, [
-        { own_listing: false, sees_unapproved: true, hidden_fields: [] },
-        { own_listing: true, sees_unapproved: true, hidden_fields: [] },
+        {
+          own_listing: false,
+          sees_unapproved: false,
+          locked: false,
+          hide_confidential: false,
+          hidden_fields: DEFAULT_HIDDEN.free,
+        },
+        {
+          own_listing: false,
+          sees_unapproved: false,
+          locked: true,
+          hide_confidential: true,
+          hidden_fields: DEFAULT_HIDDEN.free,
+        },
+        {
+          own_listing: true,
+          sees_unapproved: true,
+          locked: false,
+          hide_confidential: false,
+          hidden_fields: [],
+        },
+        {
+          own_listing: true,
+          sees_unapproved: true,
+          locked: true,
+          hide_confidential: false,
+          hidden_fields: [],
+        },
+      ]);
+    });
+    await asRole(db.pool, { role: "authenticated", userId: admin.id }, async (c) => {
+      const { rows } = await c.query(
+        `select own_listing, sees_unapproved, locked, hide_confidential, hidden_fields
+         from public.listing_viewer_rows() ${ORDER}`,
+      );
+      assert.deepEqual(rows, [
+        {
+          own_listing: false,
+          sees_unapproved: true,
+          locked: false,
+          hide_confidential: false,
+          hidden_fields: [],
+        },
+        {
+          own_listing: false,
+          sees_unapproved: true,
+          locked: true,
+          hide_confidential: false,
+          hidden_fields: [],
+        },
+        {
+          own_listing: true,
+          sees_unapproved: true,
+          locked: false,
+          hide_confidential: false,
+          hidden_fields: [],
+        },
+        {
+          own_listing: true,
+          sees_unapproved: true,
+          locked: true,
+          hide_confidential: false,
+          hidden_fields: [],
+        },
       ]);
     });
   },

@@ -364,10 +364,15 @@ sqlTest("client_limits: admins read the limits; nobody else reads or writes them
       "select name, max_hits, window_seconds from public.client_limits order by name",
     );
     assert.deepEqual(rows, [
+      { name: "access_request:per_day", max_hits: 30, window_seconds: 86400 },
       { name: "contact:ceiling", max_hits: 100, window_seconds: 3600 },
       { name: "contact:client", max_hits: 10, window_seconds: 3600 },
       { name: "contact:sender", max_hits: 5, window_seconds: 3600 },
+      { name: "conversation:per_day", max_hits: 50, window_seconds: 86400 },
+      { name: "conversation_report:per_day", max_hits: 20, window_seconds: 86400 },
       { name: "listing_view:client", max_hits: 300, window_seconds: 3600 },
+      { name: "message:per_day", max_hits: 300, window_seconds: 86400 },
+      { name: "message:per_minute", max_hits: 20, window_seconds: 60 },
     ]);
     await rejectsWith(c, "42501", "update public.client_limits set max_hits = 1000");
     await c.query("select * from public.contact_ceiling_hits");

@@ -5,12 +5,15 @@
  * is screenshotted; a function is called through the Functions form; a
  * ledger event is replayed (changing nothing) and an event the ledger never
  * saw is replayed by id (applied); jobs are run with JavaScript off; the
- * seeded deal's timeline shows what the form did. No page logs an error or
- * violates its CSP.
+ * seeded deal's timeline shows what the form did; an access request and a
+ * conversation (made through their RPCs as signed-in seed users when the
+ * seed has none) are listed and opened. No page logs an error or violates
+ * its CSP.
  *
  * @module
  */
 import assert from "node:assert/strict";
+import pg from "pg";
 import { withBrowser } from "../support/browser.ts";
 import { createEmptyDatabase } from "../support/db.ts";
 import { startLocalStack } from "../support/local_stack.ts";
@@ -19,6 +22,93 @@ import { PayprocDouble, TEST_SECRET_KEY } from "../support/payproc_double.ts";
 const WEBHOOK_SECRET = "whsec_console_browser_test";
 /** The deal `supabase/seed.sql` creates. */
 const SEEDED_DEAL = "20000000-0000-4000-8000-000000000001";
+/** Seed users (`supabase/seed.sql`): free@ buys, starter@ sells "Invoice Generator". */
+const FREE = "00000000-0000-4000-8000-000000000002";
+const STARTER = "00000000-0000-4000-8000-000000000003";
+const PRO = "00000000-0000-4000-8000-000000000004";
+const INVOICE_GENERATOR = "10000000-0000-4000-8000-000000000005";
+
+/**
+ * Runs `sql` on `client` as signed-in user `userId` (the JWT claims and role
+ * PostgREST sets) and commits, as supabase-js would; answers the first value.
+ */
+async function asUser<T = unknown>(
+  client: pg.Client,
+  userId: string,
+  sql: string,
+  params: unknown[] = [],
+): Promise<T> {
+  await client.query("begin");
+  try {
+    await client.query("select set_config('request.jwt.claims', $1, true)", [
+      JSON.stringify({ role: "authenticated", sub: userId, aud: "authenticated" }),
+    ]);
+    await client.query("set local role authenticated");
+    const { rows } = await client.query(sql, params);
+    await client.query("commit");
+    return Object.values(rows[0] ?? {})[0] as T;
+  } catch (error) {
+    await client.query("rollback");
+    throw error;
+  }
+}
+
+/**
+ * An access request and a conversation for the console to show, beside
+ * the seed's: starter@'s "Invoice Generator" made confidential; free@
+ * accepts the NDA and asks, starter@ approves (which opens their
+ * conversation), they exchange messages and free@ reports it; pro@ asks too
+ * and waits. Answers the request's and the conversation's ids (the same
+ * ones when a run made them before: every call here answers the open one).
+ */
+async function ensureAccessAndConversations(
+  dbUrl: string,
+): Promise<{ request: string; conversation: string }> {
+  const client = new pg.Client({ connectionString: dbUrl });
+  await client.connect();
+  try {
+    await client.query("update public.listings set access_mode = 'nda' where id = $1", [
+      INVOICE_GENERATOR,
+    ]);
+    const ask = "select public.request_listing_access($1, public.current_nda_version(), $2)";
+    const request = await asUser<string>(client, FREE, ask, [
+      INVOICE_GENERATOR,
+      "We run two <b>SaaS</b> tools and would like to see the numbers.",
+    ]);
+    await asUser(client, PRO, ask, [INVOICE_GENERATOR, "Interested, cash buyer."]);
+    const { rows: [pending] } = await client.query<{ status: string }>(
+      "select status from public.listing_access_requests where id = $1",
+      [request],
+    );
+    if (pending?.status === "pending") {
+      await asUser(client, STARTER, "select public.decide_listing_access($1, true, $2)", [
+        request,
+        "Welcome — happy to answer questions.",
+      ]);
+    }
+    const conversation = await asUser<string>(
+      client,
+      FREE,
+      "select public.start_conversation($1)",
+      [INVOICE_GENERATOR],
+    );
+    const send = "select public.send_message($1, $2)";
+    await asUser(client, FREE, send, [
+      conversation,
+      "Hello <script>alert(1)</script>\nWhat is the churn?",
+    ]);
+    await asUser(client, STARTER, send, [conversation, "About 3% a month."]);
+    await asUser(client, FREE, "select public.mark_conversation_read($1)", [conversation]);
+    await asUser(client, STARTER, send, [conversation, "Anything else?"]);
+    await asUser(client, FREE, "select public.report_conversation($1, $2)", [
+      conversation,
+      "Asked me to pay off-platform",
+    ]);
+    return { request, conversation };
+  } finally {
+    await client.end();
+  }
+}
 
 Deno.test({
   name: "console: every page in headless Chromium; call, replay and run now through the forms",
@@ -26,8 +116,9 @@ Deno.test({
   sanitizeResources: false,
   async fn() {
     const double = new PayprocDouble();
+    const dbUrl = await createEmptyDatabase("console");
     const stack = await startLocalStack({
-      SUPABASE_DB_URL: await createEmptyDatabase("console"),
+      SUPABASE_DB_URL: dbUrl,
       PORT: "0",
       LOCAL_STATE_DIR: await Deno.makeTempDir(),
       PAYPROC_SECRET_KEY: TEST_SECRET_KEY,
@@ -52,13 +143,25 @@ Deno.test({
       });
       assert.equal(first.status, 200);
       assert.equal((await first.json()).outcome, "ignored");
+      const made = await ensureAccessAndConversations(dbUrl);
 
       const base = `${stack.url}/_local`;
       await withBrowser(async (browser) => {
         const page = await browser.newPage();
 
         assert.equal(await page.goto(`${base}/`), 200);
-        for (const title of ["Functions", "Requests", "Webhooks", "Jobs", "Deals", "Mail"]) {
+        for (
+          const title of [
+            "Functions",
+            "Requests",
+            "Webhooks",
+            "Jobs",
+            "Deals",
+            "Access",
+            "Conversations",
+            "Mail",
+          ]
+        ) {
           assert.ok(await page.exists(`header a[href="/_local/${title.toLowerCase()}"]`), title);
         }
         await page.screenshot("console-index");
@@ -69,7 +172,7 @@ Deno.test({
           // deno-lint-ignore no-explicit-any
           (globalThis as any).document.querySelectorAll('td a[href^="/_local/functions/"]').length
         );
-        assert.equal(listed, 47);
+        assert.equal(listed, 48);
         await page.screenshot("console-functions");
         await page.click('a[href="/_local/functions/cancel-deal"]');
         assert.match(await page.innerText("pre"), /curl -X POST .*\/functions\/v1\/cancel-deal/);
@@ -131,6 +234,35 @@ Deno.test({
         assert.match(timeline, /pending_payment → cancelled \(cancelled\)/);
         assert.match(timeline, /Cancelled <from> the console/);
         await page.screenshot("console-deal-timeline");
+
+        // Access: requests by status; one request's NDA, decision and notices.
+        assert.equal(await page.goto(`${base}/access`), 200);
+        assert.match(await page.innerText(".cards"), /approved/);
+        assert.match(await page.innerText("tbody"), /free@example\.com/);
+        await page.screenshot("console-access");
+        await page.click('a.card[href="/_local/access?status=approved"]');
+        assert.match(await page.innerText("main"), /Showing\s+approved/);
+        assert.ok(await page.exists(`tbody a[href="/_local/access/${made.request}"]`));
+        assert.equal(await page.goto(`${base}/access/${made.request}`), 200);
+        const access = await page.innerText("main");
+        assert.match(access, /Approved by the seller \(starter@example\.com\)/);
+        assert.match(access, /Requested by the buyer \(free@example\.com\)/);
+        assert.match(access, /Notice listing_access_requested to the seller/);
+        await page.screenshot("console-access-request");
+
+        // Conversations: open, closed and reported; one conversation's messages, escaped.
+        assert.equal(await page.goto(`${base}/conversations`), 200);
+        assert.match(await page.innerText(".cards"), /reported/);
+        await page.screenshot("console-conversations");
+        assert.ok(await page.exists(`tbody a[href="/_local/conversations/${made.conversation}"]`));
+        assert.equal(await page.goto(`${base}/conversations/${made.conversation}`), 200);
+        const thread = await page.innerText("main");
+        assert.match(thread, /Message from the buyer \(free@example\.com\)/);
+        assert.match(thread, /Hello <script>alert\(1\)<\/script>/, "markup shown as text");
+        assert.match(thread, /The buyer's read mark: read up to here/);
+        assert.match(thread, /Reported by the buyer/);
+        assert.equal(await page.exists("main script"), false);
+        await page.screenshot("console-conversation");
 
         assert.equal(await page.goto(`${base}/mail`), 200);
         await page.screenshot("console-mail");

@@ -31,6 +31,7 @@ const ORDER = [
   "escrow-alerts",
   "email-retry",
   "offer-expiry",
+  "access-request-expiry",
   "housekeeping",
 ];
 
@@ -323,6 +324,7 @@ sqlTest(
         ["escrow-alerts", "succeeded"],
         ["email-retry", "succeeded"],
         ["offer-expiry", "failed"],
+        ["access-request-expiry", "succeeded"],
         ["housekeeping", "succeeded"],
       ]);
       const failed = answer.body.results[6]!;

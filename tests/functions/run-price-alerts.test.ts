@@ -16,6 +16,7 @@ import {
 } from "../support/notifications.ts";
 import { invoke } from "../support/runtime.ts";
 import { createUser, type TestUser } from "../support/sql.ts";
+import { accessRequest, makeConfidential } from "../support/listing_access.ts";
 
 interface AlertsRun extends JobAnswerBody {
   scanned: number;
@@ -602,12 +603,48 @@ sqlTest(
         ["email", "suppressed"],
         ["in_app", "suppressed"],
       ]);
-      assert.match(events[0]?.error_message ?? "", /plan does not show the listing's asking price/);
+      assert.match(
+        events[0]?.error_message ?? "",
+        /asking price is hidden from the user \(their plan/,
+      );
       assert.deepEqual(await alertNotices(user.id), []);
       assert.deepEqual(await alertMails(user.id), []);
       assert.equal(double.sentTo(user.email).length, 0);
     } finally {
       await switchOff([alert]);
+    }
+  },
+);
+
+sqlTest(
+  "run-price-alerts: a match on a listing made confidential by delivery is told only to buyers with approved access",
+  async () => {
+    double.reset();
+    const withAccess = await createUser(db.pool);
+    const without = await createUser(db.pool);
+    const listing = await listingAt("555.00", "gone-confidential", "Soon Confidential Tool");
+    const alerts = [
+      await watch(withAccess, listing.id, "600"),
+      await watch(without, listing.id, "600"),
+    ];
+    try {
+      // Matched while the listing was open.
+      await db.pool.query("select * from public.match_price_alerts(now())");
+      await makeConfidential(db.pool, listing.id, ["asking_price", "url"]);
+      await accessRequest(db.pool, listing.id, withAccess.id, "approved");
+      await accessRequest(db.pool, listing.id, without.id, "pending");
+      const body = await ranOk();
+      assert.equal(body.counts.suppressed, 2, "both events of the buyer without access");
+      assert.deepEqual((await eventsOf(alerts[1]!)).map((e) => e.status), [
+        "suppressed",
+        "suppressed",
+      ]);
+      assert.equal(double.sentTo(without.email).length, 0);
+      assert.deepEqual(await alertNotices(without.id), []);
+      const [told] = double.sentTo(withAccess.email);
+      assert.ok(told?.text?.includes("Soon Confidential Tool"), String(told?.text));
+    } finally {
+      await switchOff(alerts);
     }
   },
 );

@@ -1,6 +1,9 @@
 import assert from "node:assert/strict";
 import handler from "../../supabase/functions/send-listing-notifications/handler.ts";
-import { HIDDEN_PRICE } from "../../supabase/functions/_shared/email/templates/listings_digest.ts";
+import {
+  CONFIDENTIAL_PRICE,
+  HIDDEN_PRICE,
+} from "../../supabase/functions/_shared/email/templates/listings_digest.ts";
 import { formatMoney } from "../../supabase/functions/_shared/lib/format.ts";
 import { createListing, setSubscription } from "../db/core_fixtures.ts";
 import { sqlTest } from "../support/db.ts";
@@ -13,6 +16,7 @@ import {
 } from "../support/notifications.ts";
 import { invoke } from "../support/runtime.ts";
 import { createUser, type TestUser } from "../support/sql.ts";
+import { accessRequest, makeConfidential } from "../support/listing_access.ts";
 
 interface DigestRun extends JobAnswerBody {
   scanned: number;
@@ -267,5 +271,35 @@ sqlTest(
     const [proMail] = double.sentTo(onPro.email);
     assert.ok(proMail?.text?.includes(`saas · ${price}`), String(proMail?.text));
     assert.ok(!proMail?.text?.includes(HIDDEN_PRICE));
+  },
+);
+
+sqlTest(
+  "send-listing-notifications: a confidential listing's price reaches only recipients with approved access; the others read why it is hidden",
+  async () => {
+    double.reset();
+    const withAccess = await subscriber();
+    const without = await subscriber();
+    await setSubscription(db.pool, withAccess.id, "pro");
+    await setSubscription(db.pool, without.id, "pro");
+    const listing = await createListing(db.pool, seller.id, "approved");
+    await makeConfidential(db.pool, listing.id, ["asking_price", "url"]);
+    await accessRequest(db.pool, listing.id, withAccess.id, "approved");
+    await accessRequest(db.pool, listing.id, without.id, "pending");
+    const price = formatMoney(listing.asking_price, "USD");
+    const res = await run();
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+
+    const [mail] = double.sentTo(without.email);
+    assert.ok(mail?.text?.includes(`saas · ${CONFIDENTIAL_PRICE}`), String(mail?.text));
+    const [notice] = await digestNotices(without.id);
+    for (const text of [mail?.text, mail?.html, JSON.stringify(notice)]) {
+      assert.ok(
+        text && !text.includes(listing.asking_price) && !text.includes(listing.url),
+        String(text),
+      );
+    }
+    const [told] = double.sentTo(withAccess.email);
+    assert.ok(told?.text?.includes(`saas · ${price}`), String(told?.text));
   },
 );

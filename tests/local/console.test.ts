@@ -12,11 +12,14 @@ import securityHeaders from "../../supabase/functions/security-headers/handler.t
 import getPriceId from "../../supabase/functions/get-price-id/handler.ts";
 import updateViewsCount from "../../supabase/functions/update-views-count/handler.ts";
 import cancelDeal from "../../supabase/functions/cancel-deal/handler.ts";
+import sendQueuedNotices from "../../supabase/functions/send-queued-notices/handler.ts";
+import { ACCESS_REQUEST_STATUSES } from "../../shared/listing_access.ts";
 import { createListing } from "../db/core_fixtures.ts";
 import { testCredentials } from "../support/credentials.ts";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
 import { testRuntime } from "../support/runtime.ts";
-import { createUser } from "../support/sql.ts";
+import { makeConfidential } from "../support/listing_access.ts";
+import { asRole, createUser, type TestUser } from "../support/sql.ts";
 
 const db = await createTestDatabase();
 const keys = await testCredentials();
@@ -26,7 +29,9 @@ const runtime = await testRuntime(db, { LOCAL_DEV: "true", LOG_LEVEL: "info" }, 
   logSink: tap.sink,
 });
 const functions = new Map<string, EdgeFunction>(
-  [securityHeaders, getPriceId, updateViewsCount, cancelDeal].map((fn) => [fn.definition.name, fn]),
+  [securityHeaders, getPriceId, updateViewsCount, cancelDeal, sendQueuedNotices].map((
+    fn,
+  ) => [fn.definition.name, fn]),
 );
 const minted: string[] = [];
 const localConsole = createConsole({
@@ -92,6 +97,8 @@ sqlTest(
         "/_local/webhooks",
         "/_local/jobs",
         "/_local/deals",
+        "/_local/access",
+        "/_local/conversations",
       ]
     ) {
       const res = await request(path);
@@ -109,6 +116,8 @@ sqlTest(
           "/_local/webhooks",
           "/_local/jobs",
           "/_local/deals",
+          "/_local/access",
+          "/_local/conversations",
           "/_local/mail",
         ]
       ) {
@@ -399,6 +408,357 @@ sqlTest(
     await gone.body?.cancel();
     // The tap hands every line on unchanged.
     assert.ok(written.some(([, line]) => line.includes("req-console-ok")));
+  },
+);
+
+/** Runs `sql` as signed-in `user` (with request `headers`) and commits, as supabase-js would. */
+async function rpcAs<T = unknown>(
+  user: TestUser,
+  sql: string,
+  params: unknown[] = [],
+  headers?: Record<string, string>,
+): Promise<T> {
+  return await asRole(db.pool, { role: "authenticated", userId: user.id, headers }, async (c) => {
+    const { rows } = await c.query(sql, params);
+    await c.query("commit");
+    return Object.values(rows[0] ?? {})[0] as T;
+  });
+}
+
+/** A console page's JSON twin, asserted 200. */
+async function json<T>(path: string): Promise<T> {
+  const res = await request(path);
+  assert.equal(res.status, 200, `${path}: ${res.status}`);
+  assert.equal(res.headers.get("content-type"), "application/json; charset=utf-8");
+  return await res.json() as T;
+}
+
+/** Asserts `path` (and its `.json` twin) fail with `status` and `code`. */
+async function refused(path: string, jsonPath: string, status: number, code: string) {
+  const page = await request(path);
+  assert.equal(page.status, status, path);
+  assert.equal(page.headers.get("content-type"), "text/html; charset=utf-8");
+  await page.body?.cancel();
+  const answer = await request(jsonPath);
+  assert.equal(answer.status, status, jsonPath);
+  assert.equal((await answer.json()).error.code, code, jsonPath);
+}
+
+interface ConsoleTimelineEntry {
+  at: string;
+  source: string;
+  what: string;
+  detail: string | null;
+  link: string | null;
+}
+
+/** Asserts `entries` are in time order. */
+function assertTimeOrder(entries: ConsoleTimelineEntry[]) {
+  const times = entries.map((e) => e.at);
+  assert.deepEqual(times, [...times].sort());
+  assert.ok(entries.every((e) => !Number.isNaN(Date.parse(e.at))));
+}
+
+const REQUEST_ACCESS = "select public.request_listing_access($1, '1', $2)";
+
+sqlTest(
+  "console: the Access page counts requests by status, filters them, and shows one request's NDA, decision, revocation, notices and conversation in time order",
+  async () => {
+    const seller = await createUser(db.pool, {
+      email: `seller-${crypto.randomUUID()}@example.test`,
+    });
+    const approved = await createUser(db.pool);
+    const withdrawn = await createUser(db.pool);
+    const waiting = await createUser(db.pool);
+    const listing = await createListing(db.pool, seller.id);
+    await makeConfidential(db.pool, listing.id);
+    await db.pool.query("update public.listings set title = $2 where id = $1", [
+      listing.id,
+      "Confidential <b>shop</b>",
+    ]);
+
+    // Three buyers ask, through the RPC, as the frontend does.
+    const revokedId = await rpcAs<string>(approved, REQUEST_ACCESS, [
+      listing.id,
+      '<script>alert("nda")</script> I run two shops',
+    ], { "x-forwarded-for": "203.0.113.7" });
+    const withdrawnId = await rpcAs<string>(withdrawn, REQUEST_ACCESS, [listing.id, null]);
+    const pendingId = await rpcAs<string>(waiting, REQUEST_ACCESS, [listing.id, "Please"]);
+    // The seller approves one (which opens the conversation), then revokes it; a buyer withdraws.
+    await rpcAs(seller, "select public.decide_listing_access($1, true, $2)", [
+      revokedId,
+      "Welcome <b>in</b>",
+    ]);
+    await rpcAs(seller, "select public.revoke_listing_access($1, $2)", [
+      revokedId,
+      "Changed <my> mind",
+    ]);
+    await rpcAs(withdrawn, "select public.withdraw_listing_access($1)", [withdrawnId]);
+    // The queue's job runs once, as the scheduler would start it.
+    const ran = await post("/_local/jobs/send-queued-notices/run", {});
+    assert.equal(ran.status, 303);
+    await ran.body?.cancel();
+
+    // The list: every status counted (zero included), newest first.
+    const { rows: inDb } = await db.pool.query<{ status: string; n: number }>(
+      "select status, count(*)::int as n from public.listing_access_requests group by status",
+    );
+    const list = await json<
+      { counts: Record<string, number>; requests: Array<{ id: string; status: string }> }
+    >("/_local/access.json");
+    assert.deepEqual(Object.keys(list.counts), [...ACCESS_REQUEST_STATUSES]);
+    for (const status of ACCESS_REQUEST_STATUSES) {
+      assert.equal(list.counts[status], inDb.find((r) => r.status === status)?.n ?? 0, status);
+    }
+    assert.ok(
+      list.counts.revoked! >= 1 && list.counts.withdrawn! >= 1 && list.counts.pending! >= 1,
+    );
+    const ids = list.requests.map((r) => r.id);
+    assert.ok(ids.indexOf(pendingId) < ids.indexOf(withdrawnId), "newest first");
+    assert.ok(ids.indexOf(withdrawnId) < ids.indexOf(revokedId), "newest first");
+    const all = await html("/_local/access");
+    for (const status of ACCESS_REQUEST_STATUSES) {
+      assert.ok(all.includes(`href="/_local/access?status=${status}"`), `a card for ${status}`);
+    }
+    assert.ok(all.includes(`href="/_local/access/${revokedId}"`));
+    assert.ok(all.includes("Confidential &lt;b&gt;shop&lt;/b&gt;"));
+    assert.ok(all.includes(approved.email) && all.includes(seller.email));
+    assert.doesNotMatch(all, /<b>shop/);
+
+    // The filter, in HTML and JSON; an unknown status is 400 invalid_input.
+    const pending = await html("/_local/access?status=pending");
+    assert.ok(pending.includes(`href="/_local/access/${pendingId}"`));
+    assert.ok(!pending.includes(`href="/_local/access/${revokedId}"`));
+    const revoked = await json<{ requests: Array<{ id: string; status: string }> }>(
+      "/_local/access.json?status=revoked",
+    );
+    assert.ok(revoked.requests.some((r) => r.id === revokedId));
+    assert.ok(revoked.requests.every((r) => r.status === "revoked"));
+    await refused(
+      "/_local/access?status=lost",
+      "/_local/access.json?status=lost",
+      400,
+      "invalid_input",
+    );
+
+    // One request: its facts, escaped.
+    const { rows: [nda] } = await db.pool.query<{ sha256: string }>(
+      "select sha256 from public.nda_documents where version = '1'",
+    );
+    const { rows: [conversation] } = await db.pool.query<{ id: string }>(
+      "select id from public.conversations where listing_id = $1 and buyer_id = $2",
+      [listing.id, approved.id],
+    );
+    const one = await html(`/_local/access/${revokedId}`);
+    assert.match(one, /<span class="badge bad">revoked<\/span>/);
+    assert.ok(one.includes("&lt;script&gt;alert(&quot;nda&quot;)&lt;/script&gt; I run two shops"));
+    assert.doesNotMatch(one, /<script/i);
+    assert.ok(one.includes(nda!.sha256), "the NDA's sha256");
+    assert.ok(one.includes("203.0.113.7"), "the client address of the acceptance");
+    assert.ok(one.includes(`Approved by the seller (${seller.email})`));
+    assert.ok(one.includes("Welcome &lt;b&gt;in&lt;/b&gt;"));
+    assert.ok(one.includes("Changed &lt;my&gt; mind"));
+    assert.ok(one.includes(`href="/_local/conversations/${conversation!.id}"`));
+
+    // Its timeline: request, decision, conversation, revocation, and every notice, in time order.
+    const detail = await json<
+      { request: { id: string; status: string }; timeline: ConsoleTimelineEntry[] }
+    >(`/_local/access/${revokedId}.json`);
+    assert.equal(detail.request.status, "revoked");
+    const timeline = detail.timeline;
+    assertTimeOrder(timeline);
+    const at = (what: RegExp) => timeline.findIndex((e) => what.test(e.what));
+    assert.equal(timeline[0]!.source, "request");
+    assert.match(timeline[0]!.what, new RegExp(`Requested by the buyer \\(${approved.email}\\)`));
+    assert.ok(at(/^Approved by the seller/) > 0);
+    assert.ok(at(/^Conversation of this listing and buyer started/) > at(/^Approved by/));
+    assert.ok(at(/^Access revoked by the seller/) > at(/^Approved by/));
+    assert.equal(
+      timeline[at(/^Conversation of/)]!.link,
+      `/_local/conversations/${conversation!.id}`,
+    );
+    const { rows: notices } = await db.pool.query<
+      { kind: string; status: string; outcome: string | null }
+    >(
+      "select kind, status, outcome from public.notice_queue where subject_id = $1 order by created_at",
+      [revokedId],
+    );
+    assert.deepEqual(notices.map((n) => n.kind), [
+      "listing_access_requested",
+      "listing_access_approved",
+      "listing_access_revoked",
+    ]);
+    for (const n of notices) {
+      const to = n.kind === "listing_access_requested" ? "the seller" : "the buyer";
+      const queued = at(new RegExp(`^Notice ${n.kind} to ${to} .* queued$`));
+      assert.ok(queued >= 0, `${n.kind} queued`);
+      assert.notEqual(n.status, "pending", `${n.kind} was handled by the run`);
+      const done = timeline.findIndex((e) =>
+        e.what.startsWith(`Notice ${n.kind} to ${to}`) && e.what.endsWith(` ${n.status}`)
+      );
+      assert.ok(done > queued, `${n.kind} ${n.status} after it was queued`);
+      assert.equal(timeline[done]!.detail, n.outcome);
+    }
+    assert.ok(
+      at(/^Notice listing_access_approved .* queued$/) > at(/^Approved by/),
+      "queued by the decision",
+    );
+
+    // The withdrawn request: who withdrew it; its seller's notice was handled too.
+    const gone = await json<{ timeline: ConsoleTimelineEntry[] }>(
+      `/_local/access/${withdrawnId}.json`,
+    );
+    assert.ok(gone.timeline.some((e) => e.what === `Withdrawn by the buyer (${withdrawn.email})`));
+    assert.ok(!gone.timeline.some((e) => e.source === "conversation"));
+
+    // No such request: 404; not an id: 400.
+    const missing = crypto.randomUUID();
+    await refused(`/_local/access/${missing}`, `/_local/access/${missing}.json`, 404, "not_found");
+    await refused("/_local/access/nope", "/_local/access/nope.json", 400, "invalid_input");
+  },
+);
+
+sqlTest(
+  "console: the Conversations page counts open, closed and reported, filters them, and shows one conversation's messages, read marks, closing, reports and notices in time order",
+  async () => {
+    const seller = await createUser(db.pool);
+    const buyer = await createUser(db.pool);
+    const quiet = await createUser(db.pool);
+    await createUser(db.pool, { admin: true });
+    const listing = await createListing(db.pool, seller.id);
+    const other = await createListing(db.pool, seller.id);
+    const START = "select public.start_conversation($1)";
+    const SEND = "select public.send_message($1, $2)";
+
+    const id = await rpcAs<string>(buyer, START, [listing.id]);
+    await rpcAs(buyer, SEND, [id, 'Hello <script>alert("body")</script>\nSecond line']);
+    await rpcAs(seller, SEND, [id, "Hi, ask away"]);
+    await rpcAs(buyer, "select public.mark_conversation_read($1)", [id]);
+    await rpcAs(seller, SEND, [id, "Are you still there?"]);
+    const reportId = await rpcAs<string>(buyer, "select public.report_conversation($1, $2)", [
+      id,
+      "Asked me to pay <b>off-platform</b>",
+    ]);
+    await rpcAs(seller, "select public.block_conversation($1, $2)", [id, "Spam <i>bye</i>"]);
+    const openId = await rpcAs<string>(quiet, START, [other.id]);
+
+    // The list: the counts as the tables hold them, most recently active first.
+    const { rows: [inDb] } = await db.pool.query<
+      { open: number; closed: number; reported: number }
+    >(
+      `select count(*) filter (where closed_at is null)::int as open,
+         count(*) filter (where closed_at is not null)::int as closed,
+         (select count(distinct conversation_id) from public.conversation_reports)::int as reported
+       from public.conversations`,
+    );
+    interface Listed {
+      id: string;
+      messages: number;
+      unread_for_buyer: number;
+      unread_for_seller: number;
+      reports: number;
+      closed_at: string | null;
+    }
+    const list = await json<{ counts: Record<string, number>; conversations: Listed[] }>(
+      "/_local/conversations.json",
+    );
+    assert.deepEqual(list.counts, inDb);
+    assert.ok(list.counts.open! >= 1 && list.counts.closed! >= 1 && list.counts.reported! >= 1);
+    const ids = list.conversations.map((c) => c.id);
+    assert.ok(ids.indexOf(openId) < ids.indexOf(id), "the newest activity first");
+    const row = list.conversations.find((c) => c.id === id)!;
+    assert.deepEqual(
+      [row.messages, row.unread_for_buyer, row.unread_for_seller, row.reports],
+      [3, 1, 0, 1],
+      "3 messages; the seller's last one is unread for the buyer; one report",
+    );
+    assert.ok(row.closed_at !== null);
+    const all = await html("/_local/conversations");
+    for (const state of ["open", "closed", "reported"]) {
+      assert.ok(all.includes(`href="/_local/conversations?state=${state}"`), state);
+    }
+    assert.ok(all.includes(`href="/_local/conversations/${id}"`));
+    assert.ok(all.includes(buyer.email) && all.includes(seller.email));
+    assert.match(all, /<span class="badge bad">closed<\/span>/);
+    assert.match(all, /<span class="badge warn">1 reported<\/span>/);
+
+    // The filters; an unknown state is 400 invalid_input.
+    const closed = await html("/_local/conversations?state=closed");
+    assert.ok(closed.includes(`href="/_local/conversations/${id}"`));
+    assert.ok(!closed.includes(`href="/_local/conversations/${openId}"`));
+    const open = await json<{ conversations: Listed[] }>("/_local/conversations.json?state=open");
+    assert.ok(open.conversations.some((c) => c.id === openId));
+    assert.ok(open.conversations.every((c) => c.closed_at === null));
+    const reported = await json<{ conversations: Listed[] }>(
+      "/_local/conversations.json?state=reported",
+    );
+    assert.ok(reported.conversations.some((c) => c.id === id));
+    assert.ok(reported.conversations.every((c) => c.reports > 0));
+    await refused(
+      "/_local/conversations?state=archived",
+      "/_local/conversations.json?state=archived",
+      400,
+      "invalid_input",
+    );
+
+    // One conversation: its facts and messages, every value escaped.
+    const one = await html(`/_local/conversations/${id}`);
+    assert.ok(
+      one.includes(
+        "<pre>Hello &lt;script&gt;alert(&quot;body&quot;)&lt;/script&gt;\nSecond line</pre>",
+      ),
+      "the body in a <pre>, escaped",
+    );
+    assert.doesNotMatch(one, /<script/i);
+    assert.ok(one.includes("Asked me to pay &lt;b&gt;off-platform&lt;/b&gt;"));
+    assert.ok(one.includes("Spam &lt;i&gt;bye&lt;/i&gt;"));
+    assert.ok(one.includes(`the seller (${seller.email})`));
+
+    // Its timeline: every record in time order, each read mark where it stands.
+    const detail = await json<{ timeline: ConsoleTimelineEntry[] }>(
+      `/_local/conversations/${id}.json`,
+    );
+    assertTimeOrder(detail.timeline);
+    const own = detail.timeline.filter((e) => e.source !== "notice");
+    assert.deepEqual(own.map((e) => [e.source, e.what]), [
+      [
+        "started",
+        `Conversation started by the buyer (${buyer.email}) with the seller (${seller.email})`,
+      ],
+      ["message", `Message from the buyer (${buyer.email})`],
+      ["message", `Message from the seller (${seller.email})`],
+      ["read mark", "The buyer's read mark: read up to here"],
+      ["message", `Message from the seller (${seller.email})`],
+      ["read mark", "The seller's read mark: read up to here"],
+      ["report", `Reported by the buyer (${buyer.email})`],
+      ["closed", `Closed by the seller (${seller.email})`],
+    ]);
+    assert.equal(own[1]!.detail, 'Hello <script>alert("body")</script>\nSecond line');
+    assert.equal(own[3]!.detail, "1 of the seller's messages after it unread");
+    // The notices about it and about its report, queued.
+    const notices = detail.timeline.filter((e) => e.source === "notice").map((e) => e.what);
+    assert.ok(notices.some((w) => /^Notice conversation_unread to the buyer .* queued$/.test(w)));
+    assert.ok(notices.some((w) => /^Notice conversation_unread to the seller .* queued$/.test(w)));
+    const { rows: alerts } = await db.pool.query(
+      "select 1 from public.notice_queue where subject_id = $1 and kind = 'conversation_reported'",
+      [reportId],
+    );
+    assert.ok(alerts.length >= 1);
+    assert.equal(
+      notices.filter((w) => /^Notice conversation_reported to an admin .* queued$/.test(w)).length,
+      alerts.length,
+      "one alert per admin",
+    );
+
+    // No such conversation: 404; not an id: 400.
+    const missing = crypto.randomUUID();
+    await refused(
+      `/_local/conversations/${missing}`,
+      `/_local/conversations/${missing}.json`,
+      404,
+      "not_found",
+    );
+    await refused("/_local/conversations/1", "/_local/conversations/1.json", 400, "invalid_input");
   },
 );
 

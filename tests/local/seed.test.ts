@@ -51,3 +51,40 @@ sqlTest("seed.sql shows the blur policy at work: free sees less than pro", async
   assert.ok(free.every((r) => r.url === null && r.blurred_fields.includes("url")));
   assert.ok(pro.every((r) => r.url !== null && r.blurred_fields.length === 0));
 });
+
+sqlTest(
+  "seed.sql shows a confidential listing: its revenue only for the buyer let in, and their conversation",
+  async () => {
+    await db.pool.query(seed);
+    const SEO_TOOL = "10000000-0000-4000-8000-000000000008";
+    const PAST_DUE = "00000000-0000-4000-8000-000000000006";
+    const row = (userId: string) =>
+      asRole(db.pool, { role: "authenticated", userId }, async (c) =>
+        (await c.query(
+          "select monthly_revenue, access_mode, confidential_fields_hidden from public.listing_view_secure where id = $1",
+          [SEO_TOOL],
+        )).rows[0]);
+    // Both on the free plan, which shows revenue: only approved access shows it here.
+    assert.deepEqual(await row(FREE), {
+      monthly_revenue: "6200.00",
+      access_mode: "nda",
+      confidential_fields_hidden: [],
+    });
+    assert.deepEqual(await row(PAST_DUE), {
+      monthly_revenue: null,
+      access_mode: "nda",
+      confidential_fields_hidden: ["monthly_revenue", "seller", "url"],
+    });
+    const messages = await asRole(
+      db.pool,
+      { role: "authenticated", userId: FREE },
+      async (c) =>
+        (await c.query(
+          `select m.body from public.messages m join public.conversations c on c.id = m.conversation_id
+       where c.listing_id = $1 order by m.created_at`,
+          [SEO_TOOL],
+        )).rows.map((r) => r.body),
+    );
+    assert.equal(messages.length, 2);
+  },
+);

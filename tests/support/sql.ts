@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type pg from "pg";
+import pg from "pg";
 
 /** Who a statement runs as, the way PostgREST and `ctx.db.asUser` set it. */
 export interface SqlIdentity {
@@ -98,4 +98,82 @@ export async function createUser(
     );
   }
   return { id, email, email_confirmed: confirmed };
+}
+
+/** One statement of a race: who runs it, and what. */
+export interface RacingCall {
+  who: SqlIdentity;
+  sql: string;
+  params?: unknown[];
+}
+
+/**
+ * Runs every call at once, each in its own transaction on its own connection
+ * of a pool of their own: all transactions are open (role and claims set)
+ * before the first statement is sent, and each commits after its statement.
+ * Answers each call's rows, or its error.
+ */
+export async function raceCalls(
+  url: string,
+  calls: RacingCall[],
+): Promise<PromiseSettledResult<Record<string, unknown>[]>[]> {
+  const pool = new pg.Pool({ connectionString: url, max: calls.length });
+  try {
+    let arrived = 0;
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    return await Promise.allSettled(
+      calls.map(({ who, sql, params }) =>
+        asRole(pool, who, async (c) => {
+          arrived += 1;
+          if (arrived === calls.length) open();
+          await gate;
+          const { rows } = await c.query(sql, params ?? []);
+          await c.query("commit");
+          return rows;
+        })
+      ),
+    );
+  } finally {
+    await pool.end();
+  }
+}
+
+/** The SQLSTATE of a settled call that failed (undefined when it succeeded). */
+export function settledCode(result: PromiseSettledResult<unknown>): string | undefined {
+  return result.status === "rejected" ? (result.reason as { code?: string }).code : undefined;
+}
+
+/**
+ * Runs `sql` as `who` and commits, as a supabase-js call does; answers the
+ * first column of its first row (an RPC's result).
+ */
+export async function valueAs<T = unknown>(
+  pool: pg.Pool,
+  who: SqlIdentity,
+  sql: string,
+  params: unknown[] = [],
+): Promise<T> {
+  return await asRole(pool, who, async (c) => {
+    const { rows } = await c.query(sql, params);
+    await c.query("commit");
+    return Object.values(rows[0] ?? {})[0] as T;
+  });
+}
+
+/** The database error `sql` fails with as `who` (nothing is committed); throws if it succeeds. */
+export async function failureAs(
+  pool: pg.Pool,
+  who: SqlIdentity,
+  sql: string,
+  params: unknown[] = [],
+): Promise<{ code: string; message: string; hint?: string }> {
+  return await asRole(pool, who, async (c) => {
+    try {
+      await c.query(sql, params);
+    } catch (error) {
+      return error as { code: string; message: string; hint?: string };
+    }
+    throw new Error(`Expected ${sql} to fail as ${JSON.stringify(who)}`);
+  });
 }

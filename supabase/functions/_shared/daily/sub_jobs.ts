@@ -12,6 +12,7 @@ import { OFFER_EXPIRY_JOB, runOfferExpiry } from "../deals/offer_expiry.ts";
 import { runStrayRefunds, STRAY_REFUNDS_JOB } from "../deals/stray_payments.ts";
 import { EMAIL_RETRY_JOB, runEmailRetry } from "../email/retry.ts";
 import { HOUSEKEEPING_JOB, runHousekeeping } from "../housekeeping/prune.ts";
+import { ACCESS_REQUEST_EXPIRY_JOB, runAccessRequestExpiry } from "../listing_access/expiry.ts";
 import type { JobSkipped } from "../platform/jobs/guard.ts";
 import type { JobOutput } from "../platform/jobs/runs.ts";
 import { runSponsoredActivations, SPONSORED_ACTIVATIONS_JOB } from "../sponsored/activations.ts";
@@ -38,5 +39,6 @@ export const DAILY_SUB_JOBS: readonly DailySubJob[] = [
   { job: ESCROW_ALERTS_JOB, run: runEscrowAlerts },
   { job: EMAIL_RETRY_JOB, run: runEmailRetry },
   { job: OFFER_EXPIRY_JOB, run: runOfferExpiry },
+  { job: ACCESS_REQUEST_EXPIRY_JOB, run: runAccessRequestExpiry },
   { job: HOUSEKEEPING_JOB, run: runHousekeeping },
 ];

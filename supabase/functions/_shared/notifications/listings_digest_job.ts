@@ -13,13 +13,12 @@
  * digest per user per UTC day: its key is `new_listings:<YYYY-MM-DD>`, and a
  * user who has that day's notice or e-mail is skipped.
  *
- * A listing's asking price is in the digest only when the recipient's plan
- * shows it; else the digest shows the placeholder of a hidden price. The
- * blur policy is read once per recipient, as `listing_view_secure` reads it
- * once per query: `listing_viewer()` names the fields their plan hides, which
- * is what `can_view_field` answers for an approved listing of someone else
- * (every listing a digest holds), without asking it for each listing. Title
- * and category are shown to everyone who sees the listing.
+ * A listing's asking price is in the digest only when it is visible to the
+ * recipient; else the digest shows the placeholder of a hidden price. The
+ * rule is `listing_view_secure`'s, asked per listing through
+ * `listing_visibility()` (what `can_view_field` answers): their plan's blur,
+ * and the confidential fields of an nda listing they have no approved access
+ * to. Title and category are shown to everyone who sees the listing.
  *
  * Users are taken {@linkcode DIGEST_BATCH_USERS} at a time, each batch
  * written in one short transaction (a savepoint per user, so one failing
@@ -78,6 +77,7 @@ async function digestsOf(sql: Sql, userIds: string[], key: string): Promise<Reci
     title: string | null;
     category: string | null;
     asking_price: string | null;
+    price_confidential: boolean | null;
     currency: string | null;
     total: number | null;
   }>(
@@ -91,12 +91,12 @@ async function digestsOf(sql: Sql, userIds: string[], key: string): Promise<Reci
               where e.idempotency_key = $2::text || ':' || u.user_id::text
             ) as sent_today,
             l.id, l.title, l.category, l.currency, l.total,
-            -- Only a price the recipient's plan shows (see the module doc).
-            case when not ('asking_price' = any (viewer.hidden_fields))
+            -- Only a price visible to the recipient (see the module doc).
+            case when not ('asking_price' = any (seen.hidden_fields))
               then l.asking_price::text
-            end as asking_price
+            end as asking_price,
+            'asking_price' = any (seen.confidential_fields_hidden) as price_confidential
      from unnest($1::uuid[]) with ordinality as u(user_id, position)
-     cross join lateral public.listing_viewer(u.user_id) viewer
      cross join lateral (
        select greatest(
          (select max(e.created_at) from public.email_logs e
@@ -116,6 +116,7 @@ async function digestsOf(sql: Sql, userIds: string[], key: string): Promise<Reci
        order by l.reviewed_at desc, l.id desc
        limit $4
      ) l on true
+     left join lateral public.listing_visibility(l.id, u.user_id) seen on true
      order by u.position, l.reviewed_at desc, l.id desc`,
     [userIds, key, FIRST_DIGEST_LOOKBACK, DIGEST_LISTINGS_SHOWN],
   );
@@ -133,6 +134,11 @@ async function digestsOf(sql: Sql, userIds: string[], key: string): Promise<Reci
       title: row.title ?? "",
       category: row.category ?? "",
       askingPrice: row.asking_price,
+      priceHiddenBy: row.asking_price !== null
+        ? undefined
+        : row.price_confidential
+        ? "confidential"
+        : "plan",
       currency: row.currency ?? "USD",
     });
   }

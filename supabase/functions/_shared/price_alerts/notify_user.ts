@@ -13,11 +13,11 @@
  *   user has no address;
  * - events whose alert was switched off or whose listing is no longer on sale
  *   since they matched: `suppressed`, not told;
- * - events whose price the user's plan does not show now (the plan or the
- *   blur policy changed since the match; the rule the matcher asks
- *   `can_view_field`, read here once per claim through `listing_viewer()`):
- *   `suppressed`, not told — a notice never carries a value the recipient's
- *   plan hides.
+ * - events whose price is hidden from the user now (their plan or the blur
+ *   policy changed since the match, or the listing became confidential and
+ *   they have no approved access; the rule the matcher asks `can_view_field`,
+ *   read here per event through `listing_visibility()`): `suppressed`, not
+ *   told — a notice never carries a value hidden from its recipient.
  *
  * The notice's key is the first claimed event's id: the same claim written
  * again (a retried transaction) is the same notice, a later claim a new one.
@@ -40,10 +40,10 @@ interface ClaimedEvent {
   /** The alert is active and the listing approved and not the user's own. */
   live: boolean;
   /**
-   * The user's plan shows the asking price of a live event's listing: the
-   * fields `listing_viewer()` says their plan hides, read once per claim,
-   * are what `can_view_field` answers for an approved listing of someone
-   * else (meaningless for an event that is not live).
+   * The asking price of a live event's listing is visible to the user: not
+   * among the fields `listing_visibility()` hides from them (their plan's,
+   * and a confidential listing's without approved access), which is what
+   * `can_view_field` answers (false for an event that is not live).
    */
   price_visible: boolean;
   /** Null for a saved search. */
@@ -63,7 +63,8 @@ export interface UserDelivery {
 }
 
 const NOT_LIVE = "The alert was switched off or the listing is no longer on sale";
-const PRICE_HIDDEN = "The user's plan does not show the listing's asking price";
+const PRICE_HIDDEN =
+  "The listing's asking price is hidden from the user (their plan, or a confidential listing without approved access)";
 const NO_ADDRESS = "The user has no e-mail address";
 const IN_APP_OFF = 'The user switched off in-app notices of type "price_alerts"';
 
@@ -72,12 +73,12 @@ async function claimEvents(sql: Sql, userId: string): Promise<ClaimedEvent[]> {
   return await sql.query<ClaimedEvent>(
     `select e.id, e.channel, e.listing_id, e.price::text as price, e.currency, l.title,
             a.active and l.review_status = 'approved' and l.seller_id <> e.user_id as live,
-            not ('asking_price' = any (viewer.hidden_fields)) as price_visible,
+            coalesce(not ('asking_price' = any (seen.hidden_fields)), false) as price_visible,
             a.target_price::text as target_price, a.category, a.max_price::text as max_price
      from public.price_alert_events e
      join public.price_alerts a on a.id = e.alert_id
      join public.listings l on l.id = e.listing_id
-     cross join public.listing_viewer($1) viewer
+     cross join lateral public.listing_visibility(e.listing_id, $1) seen
      where e.user_id = $1 and e.status = 'pending' and e.email_log_id is null
      order by e.created_at, e.price, e.id
      for update of e skip locked`,

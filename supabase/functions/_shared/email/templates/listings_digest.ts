@@ -22,13 +22,22 @@ export interface DigestListing {
   id: string;
   title: string;
   category: string;
-  /** Null when the recipient's plan hides the asking price (the blur policy). */
+  /** Null when the asking price is hidden from the recipient (the blur rule). */
   askingPrice: string | null;
+  /**
+   * Why a hidden price is hidden: the recipient's plan, or the listing's
+   * confidentiality (an nda listing they have no approved access to; it
+   * wins when both hide it, as only access can show it then).
+   */
+  priceHiddenBy?: "plan" | "confidential";
   currency: string;
 }
 
 /** What stands for an asking price the recipient's plan hides (the UI blurs it). */
 export const HIDDEN_PRICE = "price hidden on your plan";
+
+/** What stands for an asking price a confidential listing keeps from the recipient. */
+export const CONFIDENTIAL_PRICE = "price shared once the seller approves your access";
 
 /**
  * The price part of a listing's line: its price; for a hidden one the
@@ -37,9 +46,8 @@ export const HIDDEN_PRICE = "price hidden on your plan";
  */
 function priceOf(listing: DigestListing): string | null {
   if (listing.askingPrice !== null) return formatMoney(listing.askingPrice, listing.currency);
-  return fieldPresentation("asking_price", ["asking_price"]) === "placeholder"
-    ? HIDDEN_PRICE
-    : null;
+  if (fieldPresentation("asking_price", ["asking_price"]) !== "placeholder") return null;
+  return listing.priceHiddenBy === "confidential" ? CONFIDENTIAL_PRICE : HIDDEN_PRICE;
 }
 
 /**

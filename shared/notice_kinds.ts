@@ -1,0 +1,36 @@
+/**
+ * The kinds of `public.notice_queue`: what a change made through an RPC
+ * owes a user, written once by `send-queued-notices` (every minute). The
+ * migration's check constraint lists the same keys (a test keeps them
+ * equal). Admins read the queue; the console shows it.
+ *
+ * @module
+ */
+
+/** Each kind, with whom it tells what. */
+export const NOTICE_KINDS = {
+  listing_access_requested: "To the listing's seller: a buyer accepted the NDA and asks for access",
+  listing_access_approved: "To the buyer: the seller approved their access",
+  listing_access_declined: "To the buyer: the seller declined their request",
+  listing_access_revoked: "To the buyer: the seller revoked their access",
+  listing_access_expired: "To the buyer: their request lapsed after 14 days without an answer",
+  conversation_unread: "To a participant: messages still unread 15 minutes after they were sent",
+  conversation_reported: "To each admin: a participant reported a conversation",
+} as const;
+
+/** A kind of queued notice. */
+export type NoticeKind = keyof typeof NOTICE_KINDS;
+
+/** Every kind. */
+export const NOTICE_KIND_NAMES = Object.keys(NOTICE_KINDS) as NoticeKind[];
+
+/**
+ * `notice_queue.status`: `pending` (waiting for its due time or a run),
+ * `sent` (the notice was written; its e-mail may still be suppressed by the
+ * user's preference), `dropped` (nothing left to tell: `outcome` says why),
+ * `failed` (5 attempts could not write it).
+ */
+export const NOTICE_QUEUE_STATUSES = ["pending", "sent", "dropped", "failed"] as const;
+
+/** A `notice_queue.status`. */
+export type NoticeQueueStatus = (typeof NOTICE_QUEUE_STATUSES)[number];
