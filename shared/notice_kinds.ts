@@ -6,6 +6,7 @@
  *
  * @module
  */
+import type { EmailType } from "./notifications.ts";
 
 /** Each kind, with whom it tells what. */
 export const NOTICE_KINDS = {
@@ -20,6 +21,21 @@ export const NOTICE_KINDS = {
 
 /** A kind of queued notice. */
 export type NoticeKind = keyof typeof NOTICE_KINDS;
+
+/**
+ * The e-mail each kind writes (`email_logs.email_type`; its preference is
+ * the notice's type). The queue's runs retry these when they fail, without
+ * waiting for the daily e-mail retry.
+ */
+export const NOTICE_EMAIL_TYPES = {
+  listing_access_requested: "listing_access_requested",
+  listing_access_approved: "listing_access_approved",
+  listing_access_declined: "listing_access_declined",
+  listing_access_revoked: "listing_access_revoked",
+  listing_access_expired: "listing_access_expired",
+  conversation_unread: "conversation_unread",
+  conversation_reported: "admin_conversation_report",
+} as const satisfies Record<NoticeKind, EmailType>;
 
 /** Every kind. */
 export const NOTICE_KIND_NAMES = Object.keys(NOTICE_KINDS) as NoticeKind[];

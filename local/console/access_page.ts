@@ -8,10 +8,8 @@
  * (`public.notice_queue`: queued, then sent, dropped or failed) and the
  * conversation its approval opened.
  *
- * Also the pieces the Conversations page shares: timestamps read at the
- * database's precision (microseconds, so a timeline sorts as the database
- * ordered it), who a user is to a request or conversation, the notice-queue
- * entries and the facts and timeline tables.
+ * Also the pieces the Conversations page shares: who a user is to a request
+ * or conversation, and the notice-queue entries.
  *
  * @module
  */
@@ -19,6 +17,15 @@ import { ACCESS_REQUEST_STATUSES } from "../../shared/listing_access.ts";
 import { HttpError } from "../../supabase/functions/_shared/platform/errors.ts";
 import type { Sql } from "../../supabase/functions/_shared/platform/db.ts";
 import type { ConsoleContext, Route } from "./types.ts";
+import {
+  choiceParam,
+  factsTable,
+  inTimeOrder,
+  type TimelineEntry,
+  timelineTable,
+  utc,
+  uuidParam,
+} from "./records.ts";
 import {
   badge,
   CONSOLE_PATH,
@@ -33,34 +40,6 @@ import {
 const PATH = `${CONSOLE_PATH}/access`;
 /** The most access requests the list shows. */
 export const ACCESS_REQUESTS_SHOWN = 100;
-/** A uuid, as the item pages take one. */
-export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/**
- * SQL for timestamp `column` as UTC ISO 8601 text with its microseconds
- * (`2026-11-28T05:38:19.031174Z`; null stays null): the text sorts in time
- * order, to the database's precision, where a `Date` would keep milliseconds.
- */
-export function utc(column: string): string {
-  return `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
-}
-
-/** One entry of a request's or a conversation's timeline. */
-export interface TimelineEntry {
-  /** When, as {@linkcode utc} writes it. */
-  at: string;
-  /** What kind of record it comes from (`request`, `decision`, `notice`, `message`, …). */
-  source: string;
-  what: string;
-  detail: string | null;
-  /** A console page the entry links to (the conversation, the access request). */
-  link: string | null;
-}
-
-/** Sorts `entries` oldest first; entries at the same instant keep the order they were added in. */
-export function inTimeOrder(entries: TimelineEntry[]): TimelineEntry[] {
-  return entries.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
-}
 
 /** The two parties of a request or a conversation. */
 export interface Parties {
@@ -145,43 +124,6 @@ export function noticeEntries(parties: Parties, notices: NoticeRow[]): TimelineE
   return entries;
 }
 
-/** A page's facts: one row per name and value. */
-export function factsTable(facts: Array<[string, SafeHtml | string]>): SafeHtml {
-  return html`
-    <table class="facts">
-      <tbody>${facts.map(([k, v]) =>
-        html`
-          <tr>
-            <th>${k}</th>
-            <td>${v}</td>
-          </tr>
-        `
-      )}</tbody>
-    </table>
-  `;
-}
-
-/** `2026-11-28 05:58:41.031` of a {@linkcode utc} time, in a `<time>`: a timeline's sub-second order shows. */
-function preciseTime(at: string): SafeHtml {
-  return html`<time class="time" datetime="${at}">${at.slice(0, 23).replace("T", " ")}</time>`;
-}
-
-/**
- * A timeline as a table: when (to the millisecond), source, what (a link when
- * it has one), detail in a `<pre>`.
- */
-export function timelineTable(entries: TimelineEntry[], empty: string): SafeHtml {
-  const rows = entries.map((e) => [
-    preciseTime(e.at),
-    badge(e.source),
-    e.link ? html`<a href="${e.link}">${e.what}</a>` : html`${e.what}`,
-    e.detail ? html`<pre>${e.detail}</pre>` : html``,
-  ]);
-  return html`<div class="timeline">${
-    table(["When (UTC)", "Source", "What", "Detail"], rows, empty)
-  }</div>`;
-}
-
 /** The tone of a request status's badge. */
 function statusTone(status: string): "ok" | "warn" | "bad" | null {
   if (status === "approved") return "ok";
@@ -244,14 +186,7 @@ export function accessRoutes(context: ConsoleContext): Route[] {
       method: "GET",
       pattern: /^\/access(\.json)?\/?$/,
       handle: async (request, match) => {
-        const status = request.url.searchParams.get("status") || null;
-        if (status !== null && !ACCESS_REQUEST_STATUSES.some((s) => s === status)) {
-          throw new HttpError(
-            400,
-            "invalid_input",
-            `status must be one of ${ACCESS_REQUEST_STATUSES.join(", ")}, not "${status}"`,
-          );
-        }
+        const status = choiceParam(request.url, "status", ACCESS_REQUEST_STATUSES);
         const sql = context.db();
         const [counts, requests] = await Promise.all([
           sql.query<{ status: string; count: number }>(
@@ -276,10 +211,7 @@ export function accessRoutes(context: ConsoleContext): Route[] {
       method: "GET",
       pattern: /^\/access\/([^/]+?)(\.json)?$/,
       handle: async (_request, match) => {
-        const id = match[1]!;
-        if (!UUID.test(id)) {
-          throw new HttpError(400, "invalid_input", `"${id}" is not an access request id`);
-        }
+        const id = uuidParam(match[1]!, "an access request id");
         const sql = context.db();
         const row = await sql.maybeOne<AccessRow>(
           `select ${REQUEST_COLUMNS} ${REQUEST_JOINS} where r.id = $1`,

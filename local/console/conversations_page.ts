@@ -23,18 +23,16 @@ import {
   table,
   time,
 } from "./layout.ts";
+import { noticeEntries, noticesAbout, type Parties, who } from "./access_page.ts";
 import {
+  choiceParam,
   factsTable,
   inTimeOrder,
-  noticeEntries,
-  noticesAbout,
-  type Parties,
   type TimelineEntry,
   timelineTable,
   utc,
-  UUID,
-  who,
-} from "./access_page.ts";
+  uuidParam,
+} from "./records.ts";
 
 const PATH = `${CONSOLE_PATH}/conversations`;
 /** The most conversations the list shows. */
@@ -116,14 +114,7 @@ export function conversationsRoutes(context: ConsoleContext): Route[] {
       method: "GET",
       pattern: /^\/conversations(\.json)?\/?$/,
       handle: async (request, match) => {
-        const state = request.url.searchParams.get("state") || null;
-        if (state !== null && !CONVERSATION_STATES.some((s) => s === state)) {
-          throw new HttpError(
-            400,
-            "invalid_input",
-            `state must be one of ${CONVERSATION_STATES.join(", ")}, not "${state}"`,
-          );
-        }
+        const state = choiceParam(request.url, "state", CONVERSATION_STATES);
         const sql = context.db();
         const [counts, conversations] = await Promise.all([
           sql.one<{ open: number; closed: number; reported: number }>(
@@ -153,10 +144,7 @@ export function conversationsRoutes(context: ConsoleContext): Route[] {
       method: "GET",
       pattern: /^\/conversations\/([^/]+?)(\.json)?$/,
       handle: async (_request, match) => {
-        const id = match[1]!;
-        if (!UUID.test(id)) {
-          throw new HttpError(400, "invalid_input", `"${id}" is not a conversation id`);
-        }
+        const id = uuidParam(match[1]!, "a conversation id");
         const sql = context.db();
         const conversation = await sql.maybeOne<ConversationRow>(
           `select ${CONVERSATION_COLUMNS} ${CONVERSATION_JOINS} where c.id = $1`,

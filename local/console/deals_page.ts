@@ -11,6 +11,15 @@ import { HttpError } from "../../supabase/functions/_shared/platform/errors.ts";
 import type { Sql } from "../../supabase/functions/_shared/platform/db.ts";
 import type { ConsoleContext, Route } from "./types.ts";
 import {
+  choiceParam,
+  factsTable,
+  inTimeOrder,
+  type TimelineEntry,
+  timelineTable,
+  utc,
+  uuidParam,
+} from "./records.ts";
+import {
   badge,
   CONSOLE_PATH,
   filterCards,
@@ -25,7 +34,6 @@ import {
 const PATH = `${CONSOLE_PATH}/deals`;
 /** The most deals the list shows. */
 export const DEALS_SHOWN = 100;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 interface DealRow {
   id: string;
@@ -38,24 +46,18 @@ interface DealRow {
   status: string;
   payment_status: string | null;
   payproc_payment_intent_id: string | null;
-  created_at: Date;
-  funded_at: Date | null;
-  handover_completed_at: Date | null;
-  closed_at: Date | null;
-}
-
-/** One entry of a deal's timeline. */
-export interface TimelineEntry {
-  at: Date;
-  /** What kind of record it comes from. */
-  source: "deal" | "event" | "payment" | "settlement" | "stray payment" | "document" | "handover";
-  what: string;
-  detail: string | null;
+  /** The times as {@linkcode utc} writes them. */
+  created_at: string;
+  funded_at: string | null;
+  handover_completed_at: string | null;
+  closed_at: string | null;
 }
 
 const DEAL_COLUMNS = `d.id, l.title, b.email as buyer, s.email as seller, d.amount::text as amount,
   d.currency, d.commission::text as commission, d.status, d.payment_status,
-  d.payproc_payment_intent_id, d.created_at, d.funded_at, d.handover_completed_at, d.closed_at`;
+  d.payproc_payment_intent_id, ${utc("d.created_at")} as created_at,
+  ${utc("d.funded_at")} as funded_at, ${utc("d.handover_completed_at")} as handover_completed_at,
+  ${utc("d.closed_at")} as closed_at`;
 const DEAL_JOINS = `from public.deals d
   left join public.listings l on l.id = d.listing_id
   left join auth.users b on b.id = d.buyer_id
@@ -75,15 +77,7 @@ export function dealsRoutes(context: ConsoleContext): Route[] {
       method: "GET",
       pattern: /^\/deals(\.json)?\/?$/,
       handle: async (request, match) => {
-        const state = request.url.searchParams.get("state") || null;
-        const parsed = state === null ? null : DealStatus.safeParse(state);
-        if (parsed && !parsed.success) {
-          throw new HttpError(
-            400,
-            "invalid_input",
-            `state must be one of ${DealStatus.options.join(", ")}, not "${state}"`,
-          );
-        }
+        const state = choiceParam(request.url, "state", DealStatus.options);
         const sql = context.db();
         const [counts, deals] = await Promise.all([
           sql.query<{ status: string; count: number }>(
@@ -107,8 +101,7 @@ export function dealsRoutes(context: ConsoleContext): Route[] {
       method: "GET",
       pattern: /^\/deals\/([^/]+?)(\.json)?$/,
       handle: async (_request, match) => {
-        const id = match[1]!;
-        if (!UUID.test(id)) throw new HttpError(400, "invalid_input", `"${id}" is not a deal id`);
+        const id = uuidParam(match[1]!, "a deal id");
         const sql = context.db();
         const deal = await sql.maybeOne<DealRow>(
           `select ${DEAL_COLUMNS} ${DEAL_JOINS} where d.id = $1`,
@@ -127,15 +120,16 @@ export function dealsRoutes(context: ConsoleContext): Route[] {
 export async function timelineOf(sql: Sql, deal: DealRow): Promise<TimelineEntry[]> {
   const [events, settlements, strays, documents, steps] = await Promise.all([
     sql.query<{
-      created_at: Date;
+      created_at: string;
       from_status: string | null;
       to_status: string;
       cause: string;
       payproc_object_id: string | null;
       detail: unknown;
     }>(
-      `select created_at, from_status, to_status, cause, payproc_object_id, detail
-       from public.deal_events where deal_id = $1 order by created_at, id`,
+      `select ${utc("created_at")} as created_at, from_status, to_status, cause,
+         payproc_object_id, detail
+       from public.deal_events where deal_id = $1 order by deal_events.created_at, id`,
       [deal.id],
     ),
     sql.query<{
@@ -147,12 +141,12 @@ export async function timelineOf(sql: Sql, deal: DealRow): Promise<TimelineEntry
       payproc_id: string | null;
       reason: string | null;
       last_error: string | null;
-      created_at: Date;
-      settled_at: Date | null;
+      created_at: string;
+      settled_at: string | null;
     }>(
       `select kind, status, amount::text as amount, currency, attempt, payproc_id, reason, last_error,
-         created_at, settled_at
-       from public.deal_settlements where deal_id = $1 order by created_at`,
+         ${utc("created_at")} as created_at, ${utc("settled_at")} as settled_at
+       from public.deal_settlements where deal_id = $1 order by deal_settlements.created_at`,
       [deal.id],
     ),
     sql.query<{
@@ -161,12 +155,12 @@ export async function timelineOf(sql: Sql, deal: DealRow): Promise<TimelineEntry
       currency: string;
       reason: string;
       status: string;
-      created_at: Date;
-      refunded_at: Date | null;
+      created_at: string;
+      refunded_at: string | null;
     }>(
       `select payproc_payment_intent_id, amount::text as amount, currency, reason, status,
-         created_at, refunded_at
-       from public.deal_stray_payments where deal_id = $1 order by created_at`,
+         ${utc("created_at")} as created_at, ${utc("refunded_at")} as refunded_at
+       from public.deal_stray_payments where deal_id = $1 order by deal_stray_payments.created_at`,
       [deal.id],
     ),
     sql.query<{
@@ -174,11 +168,12 @@ export async function timelineOf(sql: Sql, deal: DealRow): Promise<TimelineEntry
       file_name: string;
       status: string;
       version: number | null;
-      created_at: Date;
-      uploaded_at: Date | null;
+      created_at: string;
+      uploaded_at: string | null;
     }>(
-      `select kind, file_name, status, version, created_at, uploaded_at
-       from public.deal_documents where deal_id = $1 order by created_at`,
+      `select kind, file_name, status, version, ${utc("created_at")} as created_at,
+         ${utc("uploaded_at")} as uploaded_at
+       from public.deal_documents where deal_id = $1 order by deal_documents.created_at`,
       [deal.id],
     ),
     sql.query<{
@@ -186,15 +181,16 @@ export async function timelineOf(sql: Sql, deal: DealRow): Promise<TimelineEntry
       title: string;
       kind: string;
       status: string;
-      created_at: Date;
-      delivered_at: Date | null;
+      created_at: string;
+      delivered_at: string | null;
       delivery_note: string | null;
-      disputed_at: Date | null;
+      disputed_at: string | null;
       dispute_reason: string | null;
-      confirmed_at: Date | null;
+      confirmed_at: string | null;
     }>(
-      `select position, title, kind, status, created_at, delivered_at, delivery_note, disputed_at,
-         dispute_reason, confirmed_at
+      `select position, title, kind, status, delivery_note, dispute_reason,
+         ${utc("created_at")} as created_at, ${utc("delivered_at")} as delivered_at,
+         ${utc("disputed_at")} as disputed_at, ${utc("confirmed_at")} as confirmed_at
        from public.deal_handover_steps where deal_id = $1 order by position`,
       [deal.id],
     ),
@@ -311,8 +307,7 @@ export async function timelineOf(sql: Sql, deal: DealRow): Promise<TimelineEntry
       });
     }
   }
-  // A stable sort: entries at the same instant keep the order they were added in.
-  return entries.sort((a, b) => a.at.getTime() - b.at.getTime());
+  return inTimeOrder(entries);
 }
 
 function listPage(counts: Record<string, number>, deals: DealRow[], state: string | null): string {
@@ -354,29 +349,14 @@ function dealPage(deal: DealRow, entries: TimelineEntry[]): string {
     ["Payment", deal.payment_status ?? "—"],
     ["Payment intent", deal.payproc_payment_intent_id ?? "—"],
   ];
-  const rows = entries.map((e) => [
-    time(e.at),
-    badge(e.source),
-    html`${e.what}`,
-    e.detail ? html`<pre>${e.detail}</pre>` : html``,
-  ]);
   return page(
     `Deal ${deal.id}`,
     PATH,
     html`
-      <table>
-        <tbody>${facts.map(([k, v]) =>
-          html`
-            <tr>
-              <th>${k}</th>
-              <td>${v}</td>
-            </tr>
-          `
-        )}</tbody>
-      </table>
+      ${factsTable(facts)}
       <p><a href="${PATH}">All deals</a> · <a href="${PATH}/${deal.id}.json">JSON</a></p>
       <h2>Timeline</h2>
-      ${table(["When", "Source", "What", "Detail"], rows, "Nothing happened to this deal yet.")}
+      ${timelineTable(entries, "Nothing happened to this deal yet.")}
     `,
   );
 }

@@ -34,6 +34,7 @@ import {
 import { MAIL_SAMPLES, type MailSample, mailSample, SAMPLE_SITE_URL } from "./mail_samples.ts";
 import type { Sql } from "../../supabase/functions/_shared/platform/db.ts";
 import { html, page as consolePage, type SafeHtml, table, time } from "./layout.ts";
+import { UUID } from "./records.ts";
 import { HttpError } from "../../supabase/functions/_shared/platform/errors.ts";
 import {
   type HeaderPairs,
@@ -182,8 +183,6 @@ interface MessageRow {
   html: string | null;
   text_body: string | null;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Builds the viewer's handler on `runtime` (its database, headers and log);

@@ -16,6 +16,7 @@ import { loadPayprocSdk, payprocFor } from "../../supabase/functions/_shared/pla
 import { SIGNATURE_HEADER } from "../../supabase/functions/_shared/payproc_webhook/verify.ts";
 import { sendThrough } from "./send.ts";
 import type { ConsoleContext, Route } from "./types.ts";
+import { choiceParam } from "./records.ts";
 import { badge, CONSOLE_PATH, html, notice, page, type SafeHtml, table, time } from "./layout.ts";
 
 const PATH = `${CONSOLE_PATH}/webhooks`;
@@ -42,14 +43,7 @@ export function webhooksRoutes(context: ConsoleContext): Route[] {
       method: "GET",
       pattern: /^\/webhooks(\.json)?\/?$/,
       handle: async (request, match) => {
-        const outcome = request.url.searchParams.get("outcome") || null;
-        if (outcome !== null && !OUTCOMES.some((o) => o === outcome)) {
-          throw new HttpError(
-            400,
-            "invalid_input",
-            `outcome must be one of ${OUTCOMES.join(", ")}, not "${outcome}"`,
-          );
-        }
+        const outcome = choiceParam(request.url, "outcome", OUTCOMES);
         const rows = await context.db().query<LedgerRow>(
           `select id, type, endpoint, account, outcome, detail, created, received_at, livemode
            from public.payproc_events

@@ -6,6 +6,7 @@ import { createTestDatabase, sqlTest } from "../support/db.ts";
 import {
   accessBuyersOutOfSync,
   accessRequest,
+  lapseRequest,
   makeConfidential,
   queuedNotices,
   requestStatus,
@@ -64,19 +65,6 @@ async function request(buyer: TestUser, listingId: string, message: string | nul
 async function count(sql: string, params: unknown[] = []): Promise<number> {
   const { rows } = await db.pool.query<{ n: number }>(`select (${sql})::int as n`, params);
   return rows[0]!.n;
-}
-
-/** Runs `sql` with triggers set aside (moving time, which the state machines never do). */
-async function withoutTriggers(sql: string, params: unknown[]): Promise<void> {
-  const client = await db.pool.connect();
-  try {
-    await client.query("begin");
-    await client.query("set local session_replication_role = replica");
-    await client.query(sql, params);
-    await client.query("commit");
-  } finally {
-    client.release();
-  }
 }
 
 // -----------------------------------------------------------------------------
@@ -329,11 +317,7 @@ sqlTest(
     const listing = await ndaListing();
     const buyer = await createUser(db.pool);
     const lapsed = await accessRequest(db.pool, listing.id, buyer.id, "pending");
-    // expires_at is part of the fixed terms: move it the way time does, past the trigger.
-    await withoutTriggers(
-      "update public.listing_access_requests set expires_at = now() - interval '1 minute' where id = $1",
-      [lapsed],
-    );
+    await lapseRequest(db.pool, lapsed);
     const fresh = await request(buyer, listing.id);
     assert.notEqual(fresh, lapsed);
     assert.equal(await requestStatus(db.pool, lapsed), "expired");
@@ -569,10 +553,7 @@ sqlTest(
       (await createUser(db.pool)).id,
       "pending",
     );
-    await withoutTriggers(
-      "update public.listing_access_requests set expires_at = now() - interval '1 second' where id = $1",
-      [lapsed],
-    );
+    await lapseRequest(db.pool, lapsed);
     for (
       const [sql, who] of [[ACTIONS.approve.sql, as(seller)], [
         ACTIONS.withdraw.sql,

@@ -7,9 +7,15 @@ import {
   type JobAnswerBody,
   twoStartsWhileLocked,
 } from "../support/jobs.ts";
-import { accessRequest, ageConversation, makeConfidential } from "../support/listing_access.ts";
+import {
+  accessRequest,
+  ageConversation,
+  lapseRequest,
+  makeConfidential,
+} from "../support/listing_access.ts";
 import {
   emailLogs,
+  makeEmailsDue,
   notificationsOf,
   notificationsSetup,
   setPreference,
@@ -147,6 +153,51 @@ sqlTest(
 );
 
 sqlTest(
+  "send-queued-notices: an e-mail the provider failed is sent by a later run once its backoff has passed; other e-mails wait for the daily retry",
+  async () => {
+    await drainBacklog();
+    const owner = await createUser(db.pool);
+    const listing = await createListing(db.pool, owner.id, "approved");
+    await makeConfidential(db.pool, listing.id);
+    const buyer = await createUser(db.pool);
+    // Not the queue's: an e-mail some request left pending (the daily retry's).
+    const { rows: [other] } = await db.pool.query<{ id: string }>(
+      `insert into public.email_logs (recipient_email, email_type, send_status, subject, html,
+         text_body, next_attempt_at)
+       values ($1, 'price_alert', 'pending', 'A price alert', '<p>x</p>', 'x', now())
+       returning id`,
+      [buyer.email],
+    );
+    await rpc(buyer, "select public.request_listing_access($1, '1')", [listing.id]);
+    double.failNext({ path: "/emails", status: 500 });
+    const first = await drain();
+    assert.equal(first.failed, 0, "an e-mail that failed is not a failed item");
+    assert.equal(first.counts.emails_failed, 1);
+    assert.equal(double.sentTo(owner.email).length, 0);
+    const failed = (await emailLogs(db.pool, "listing_access_requested"))
+      .filter((r) => r.user_id === owner.id);
+    assert.deepEqual(failed.map((r) => r.send_status), ["failed"]);
+
+    const early = await drain();
+    assert.equal(early.counts.emails_retried ?? 0, 0, "not before the backoff");
+    await makeEmailsDue(db.pool);
+    const later = await drain();
+    assert.equal(later.counts.emails_retried, 1);
+    assert.equal(later.counts.emails_retry_failed ?? 0, 0);
+    assert.equal(double.sentTo(owner.email).length, 1);
+    assert.equal((await drain()).counts.emails_retried ?? 0, 0);
+    assert.equal(double.sentTo(owner.email).length, 1, "once");
+    const { rows: [left] } = await db.pool.query<{ send_status: string }>(
+      "select send_status from public.email_logs where id = $1",
+      [other!.id],
+    );
+    assert.equal(left!.send_status, "pending", "the queue retries its own types only");
+    assert.equal(double.sentTo(buyer.email).length, 0);
+    await db.pool.query("delete from public.email_logs where id = $1", [other!.id]);
+  },
+);
+
+sqlTest(
   "send-queued-notices: every answer is told — declined, revoked, expired — and a request withdrawn before the seller heard of it is dropped",
   async () => {
     await drainBacklog();
@@ -172,17 +223,7 @@ sqlTest(
     await rpc(seller, "select public.revoke_listing_access($1)", [revoked]);
     const expiredBuyer = await createUser(db.pool);
     const expired = await accessRequest(db.pool, listing.id, expiredBuyer.id, "pending");
-    const client = await db.pool.connect();
-    try {
-      await client.query("set session_replication_role = replica");
-      await client.query(
-        "update public.listing_access_requests set expires_at = now() - interval '1 minute' where id = $1",
-        [expired],
-      );
-    } finally {
-      await client.query("reset session_replication_role");
-      client.release();
-    }
+    await lapseRequest(db.pool, expired);
     await db.pool.query("select public.expire_listing_access_requests()");
 
     const res = await drain();

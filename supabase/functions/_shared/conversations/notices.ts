@@ -18,7 +18,7 @@
  *
  * @module
  */
-import type { NoticeKind } from "../../../../shared/notice_kinds.ts";
+import { NOTICE_EMAIL_TYPES, type NoticeKind } from "../../../../shared/notice_kinds.ts";
 import {
   conversationLink,
   conversationReportedNotice,
@@ -84,7 +84,7 @@ const unreadBuilder: NoticeBuilder = async (_ctx, sql, row): Promise<NoticeDecis
       link: conversationLink(conversation.id),
       inApp: false,
       key: `conversation_unread:${row.id}`,
-      email: { emailType: "conversation_unread", content },
+      email: { emailType: NOTICE_EMAIL_TYPES.conversation_unread, content },
     },
   };
 };
@@ -130,7 +130,7 @@ const reportedBuilder: NoticeBuilder = async (_ctx, sql, row): Promise<NoticeDec
       link: notice.link,
       data: { reportId: report.id, conversationId: report.conversation_id },
       key: `conversation_reported:${report.id}`,
-      email: { emailType: "admin_conversation_report", content: notice.email },
+      email: { emailType: NOTICE_EMAIL_TYPES.conversation_reported, content: notice.email },
     },
   };
 };

@@ -206,20 +206,20 @@ export async function claimEmailLog(sql: Sql, id: string): Promise<EmailLogRow |
 
 /**
  * Rows due for an attempt (id and type), oldest due first (the retry
- * sub-job's queue); only those of `emailType` when given.
+ * sub-job's queue); only those of `emailTypes` when given.
  */
 export async function dueEmailLogs(
   sql: Sql,
   limit: number,
-  emailType?: string,
+  emailTypes?: readonly string[],
 ): Promise<Array<Pick<EmailLogRow, "id" | "email_type">>> {
   return await sql.query<Pick<EmailLogRow, "id" | "email_type">>(
     `select id, email_type from public.email_logs
      where send_status in ('pending', 'failed') and next_attempt_at <= now() and attempts < $1
-       and ($3::text is null or email_type = $3::text)
+       and ($3::text[] is null or email_type = any($3::text[]))
      order by next_attempt_at
      limit $2`,
-    [MAX_ATTEMPTS, limit, emailType ?? null],
+    [MAX_ATTEMPTS, limit, emailTypes ?? null],
   );
 }
 

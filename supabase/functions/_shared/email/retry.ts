@@ -5,10 +5,12 @@
  * sent late) — under the job guard, so two runs at once do not
  * both work (and each row's claim keeps two senders off one message). The
  * daily orchestrator (`run-daily-tasks`) runs it; {@linkcode retryDueEmails}
- * is also callable on its own.
+ * is also callable on its own. The every-minute queues retry their own
+ * e-mails sooner ({@linkcode retryDueEmailsOf}).
  *
  * @module
  */
+import type { EmailType } from "../../../../shared/notifications.ts";
 import type { Context } from "../platform/context.ts";
 import { runGuardedJob } from "../platform/jobs/guard.ts";
 import type { JobOutput } from "../platform/jobs/runs.ts";
@@ -63,6 +65,28 @@ export async function retryDueEmails(ctx: Context, tally: JobTally): Promise<voi
     } else {
       tally.count("not_claimed");
     }
+  }
+}
+
+/**
+ * One attempt at each due e-mail of `emailTypes` (at most `limit`): those
+ * an every-minute queue wrote but did not deliver (its process died, or the
+ * provider failed and the backoff has passed), so they do not wait for the
+ * daily retry. Types that are retried later only (not sign-in e-mails).
+ * Counts `emails_retried` and `emails_retry_failed`; the sender's claim
+ * keeps this off a message another run is sending.
+ */
+export async function retryDueEmailsOf(
+  ctx: Context,
+  tally: JobTally,
+  emailTypes: readonly EmailType[],
+  limit: number,
+): Promise<void> {
+  for (const { id } of await dueEmailLogs(ctx.db, limit, emailTypes)) {
+    const outcome = await tally.attempt(`email_logs:${id}`, () => deliverEmail(ctx, id));
+    if (!outcome) continue;
+    tally.count("emails_retried");
+    if (outcome.status === "failed") tally.count("emails_retry_failed");
   }
 }
 

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { NoticeKind } from "../../../../shared/notice_kinds.ts";
+import { NOTICE_EMAIL_TYPES, type NoticeKind } from "../../../../shared/notice_kinds.ts";
 import {
   accessApprovedNotice,
   accessDeclinedNotice,
@@ -19,7 +19,6 @@ import {
   type AccessRequestFacts,
   accessRevokedNotice,
 } from "../email/templates/listing_access.ts";
-import type { EmailType } from "../../../../shared/notifications.ts";
 import type { Sql } from "../platform/db.ts";
 import type { NoticeBuilder, NoticeDecision, QueuedNotice } from "../notifications/notice_queue.ts";
 
@@ -102,7 +101,7 @@ function builderOf(kind: ListingAccessKind): NoticeBuilder {
           status: request.status,
         },
         key: `${kind}:${request.requestId}`,
-        email: { emailType: kind satisfies EmailType, content: notice.email },
+        email: { emailType: NOTICE_EMAIL_TYPES[kind], content: notice.email },
       },
     };
   };

@@ -15,7 +15,9 @@
  * - later: not due yet (`due_at` moves; the row stays `pending`).
  *
  * Each row is one savepoint, and the batch's e-mails go out after its
- * commit (the e-mail retry finds any the process did not deliver). A row
+ * commit; each run then makes the due attempt at the queue's e-mails an
+ * earlier run wrote but did not deliver (it died, or the provider failed
+ * and the backoff has passed: `emails_retried`, `emails_retry_failed`). A row
  * whose notice cannot be written is a failed item (the run answers 500
  * `partial_failure`) and stays pending for the next run, up to
  * {@linkcode NOTICE_MAX_ATTEMPTS} attempts. Two runs at once never take the
@@ -23,7 +25,8 @@
  *
  * @module
  */
-import type { NoticeKind } from "../../../../shared/notice_kinds.ts";
+import { NOTICE_EMAIL_TYPES, type NoticeKind } from "../../../../shared/notice_kinds.ts";
+import { retryDueEmailsOf } from "../email/retry.ts";
 import type { Context } from "../platform/context.ts";
 import { inSavepoint, type Sql } from "../platform/db.ts";
 import { type JobSkipped, runGuardedJob } from "../platform/jobs/guard.ts";
@@ -50,6 +53,9 @@ export const NOTICE_MAX_ATTEMPTS = 5;
  * delays notices by minutes).
  */
 export const NOTICE_STALE_AFTER_MS = 3 * 60_000;
+
+/** The e-mail types the queue writes (retried by its runs). */
+const NOTICE_EMAIL_TYPE_NAMES = [...new Set(Object.values(NOTICE_EMAIL_TYPES))];
 
 /** A claimed row of `notice_queue`. */
 export interface QueuedNotice {
@@ -117,6 +123,7 @@ export function runNoticeQueue(
         }
         if (batch.claimed < limit) break;
       }
+      await retryDueEmailsOf(ctx, tally, NOTICE_EMAIL_TYPE_NAMES, NOTICE_RUN_LIMIT);
     },
   );
 }

@@ -20,8 +20,7 @@
  */
 import type { Context } from "../platform/context.ts";
 import { inSavepoint, type Sql } from "../platform/db.ts";
-import { dueEmailLogs } from "../email/email_logs.ts";
-import { deliverEmail } from "../email/send.ts";
+import { retryDueEmailsOf } from "../email/retry.ts";
 import { welcomeEmail } from "../email/templates/account.ts";
 import { type JobSkipped, runGuardedJob } from "../platform/jobs/guard.ts";
 import type { JobOutput } from "../platform/jobs/runs.ts";
@@ -166,7 +165,7 @@ export function runWelcomeQueue(ctx: Context): Promise<JobOutput | JobSkipped> {
         }
         if (batch.claimed < limit) break;
       }
-      await retryDueWelcomeEmails(ctx, tally);
+      await retryDueEmailsOf(ctx, tally, ["welcome"], WELCOME_RUN_LIMIT);
     },
   );
 }
@@ -212,18 +211,4 @@ async function writeBatch(
     }
   }
   return { claimed: claimed.length, written };
-}
-
-/**
- * One attempt at each welcome e-mail that is due: written by a request that
- * died before delivering it, or failed and past its backoff. The sender's
- * claim keeps this from sending a message another request is sending.
- */
-async function retryDueWelcomeEmails(ctx: Context, tally: JobTally): Promise<void> {
-  for (const { id } of await dueEmailLogs(ctx.db, WELCOME_RUN_LIMIT, "welcome")) {
-    const outcome = await tally.attempt(`email_logs:${id}`, () => deliverEmail(ctx, id));
-    if (!outcome) continue;
-    tally.count("emails_retried");
-    if (outcome.status === "failed") tally.count("emails_retry_failed");
-  }
 }
