@@ -98,6 +98,7 @@ export const OPENAPI_EXAMPLES: { [N in FunctionName]: OpenApiExample<N> } = {
     cancelUrl: `${SITE}/deals/${DEAL}`,
   },
   "create-deal-payment": { dealId: DEAL },
+  "deal-deadlines": {},
   "payment-status": { dealId: DEAL },
   "refund-deal-payment": { dealId: DEAL, reason: "Assets were never transferred" },
   "release-deal-payout": { dealId: DEAL },

@@ -180,6 +180,15 @@ export const CATALOG = {
     input: CreateDealPaymentInput,
     output: CreateDealPaymentOutput,
   },
+  "deal-deadlines": {
+    access: "scheduled",
+    group: "deals",
+    summary:
+      "Cancels deals whose due-diligence exclusivity lapsed and tells both sides (every 15 minutes)",
+    beyondInterface:
+      "An accepted letter of intent gives the buyer an exclusivity window that ends by time alone, with no request in the path; something must cancel the deal and reopen the listing when it lapses",
+    output: JobAnswer,
+  },
   "payment-status": {
     access: "deal-participant-or-admin",
     group: "deals",
@@ -282,9 +291,9 @@ export const CATALOG = {
     access: "scheduled",
     group: "notifications",
     summary:
-      "Writes the notices access requests, decisions, unread messages and reports owe, once each (every minute)",
+      "Writes the notices access requests, decisions, unread messages, reports, offers and deals in due diligence owe, once each (every minute)",
     beyondInterface:
-      "Confidential listings and conversations change state through RPCs with no function in the path; this delivers what those changes owe users (e-mail needs a function)",
+      "Confidential listings, conversations, offers and due diligence change state through RPCs with no function in the path; this delivers what those changes owe users (e-mail needs a function)",
     output: JobAnswer,
   },
   "send-resubmission-notification": {

@@ -731,6 +731,7 @@ export type Database = {
           commission: number | null;
           created_at: string;
           currency: string;
+          exclusive_until: string | null;
           funded_at: string | null;
           handover_completed_at: string | null;
           handover_completion: string | null;
@@ -744,6 +745,7 @@ export type Database = {
           payproc_payment_intent_id: string | null;
           seller_id: string;
           status: string;
+          terms: Json | null;
           updated_at: string;
         };
         Insert: {
@@ -753,6 +755,7 @@ export type Database = {
           commission?: never;
           created_at?: never;
           currency?: never;
+          exclusive_until?: never;
           funded_at?: never;
           handover_completed_at?: never;
           handover_completion?: never;
@@ -766,6 +769,7 @@ export type Database = {
           payproc_payment_intent_id?: never;
           seller_id?: never;
           status?: never;
+          terms?: never;
           updated_at?: never;
         };
         Update: {
@@ -775,6 +779,7 @@ export type Database = {
           commission?: never;
           created_at?: never;
           currency?: never;
+          exclusive_until?: never;
           funded_at?: never;
           handover_completed_at?: never;
           handover_completion?: never;
@@ -788,6 +793,7 @@ export type Database = {
           payproc_payment_intent_id?: never;
           seller_id?: never;
           status?: never;
+          terms?: never;
           updated_at?: never;
         };
         Relationships: [
@@ -1538,11 +1544,15 @@ export type Database = {
           currency: string;
           deal_id: string | null;
           decided_at: string | null;
+          decline_reason: string | null;
           expires_at: string;
           id: string;
           listing_id: string;
           message: string | null;
+          parent_offer_id: string | null;
+          proposed_by: string;
           status: string;
+          terms: Json | null;
           updated_at: string;
         };
         Insert: {
@@ -1552,11 +1562,15 @@ export type Database = {
           currency: string;
           deal_id?: never;
           decided_at?: never;
+          decline_reason?: never;
           expires_at?: string;
           id?: never;
           listing_id: string;
           message?: string | null;
+          parent_offer_id?: never;
+          proposed_by?: never;
           status?: never;
+          terms?: Json | null;
           updated_at?: never;
         };
         Update: {
@@ -1566,11 +1580,15 @@ export type Database = {
           currency?: never;
           deal_id?: never;
           decided_at?: never;
+          decline_reason?: never;
           expires_at?: never;
           id?: never;
           listing_id?: never;
           message?: never;
+          parent_offer_id?: never;
+          proposed_by?: never;
           status?: never;
+          terms?: never;
           updated_at?: never;
         };
         Relationships: [
@@ -1590,6 +1608,12 @@ export type Database = {
             foreignKeyName: "offers_listing_id_fkey";
             columns: ["listing_id"];
             referencedRelation: "listings";
+            referencedColumns: ["id"];
+          },
+          {
+            foreignKeyName: "offers_parent_offer_id_fkey";
+            columns: ["parent_offer_id"];
+            referencedRelation: "offers";
             referencedColumns: ["id"];
           },
         ];
@@ -2244,6 +2268,17 @@ export type Database = {
         };
         Returns: undefined;
       };
+      assert_exclusivity_open: {
+        Args: {
+          p_action: string;
+          p_deal: Database["public"]["Tables"]["deals"]["Row"];
+        };
+        Returns: undefined;
+      };
+      assert_listing_not_under_loi: {
+        Args: { p_action: string; p_listing: string };
+        Returns: undefined;
+      };
       assert_may_ask_about: {
         Args: { p_action: string; p_user: string };
         Returns: undefined;
@@ -2278,6 +2313,7 @@ export type Database = {
           commission: number | null;
           created_at: string;
           currency: string;
+          exclusive_until: string | null;
           funded_at: string | null;
           handover_completed_at: string | null;
           handover_completion: string | null;
@@ -2291,6 +2327,7 @@ export type Database = {
           payproc_payment_intent_id: string | null;
           seller_id: string;
           status: string;
+          terms: Json | null;
           updated_at: string;
         };
         SetofOptions: {
@@ -2360,6 +2397,39 @@ export type Database = {
           isSetofReturn: true;
         };
       };
+      confirm_diligence: {
+        Args: { p_deal: string };
+        Returns: {
+          amount: number;
+          buyer_id: string;
+          closed_at: string | null;
+          commission: number | null;
+          created_at: string;
+          currency: string;
+          exclusive_until: string | null;
+          funded_at: string | null;
+          handover_completed_at: string | null;
+          handover_completion: string | null;
+          id: string;
+          listing_id: string;
+          offer_id: string | null;
+          payment_status: string | null;
+          payment_synced_at: string | null;
+          payproc_charge_id: string | null;
+          payproc_checkout_session_id: string | null;
+          payproc_payment_intent_id: string | null;
+          seller_id: string;
+          status: string;
+          terms: Json | null;
+          updated_at: string;
+        };
+        SetofOptions: {
+          from: "*";
+          to: "deals";
+          isOneToOne: true;
+          isSetofReturn: false;
+        };
+      };
       confirm_handover_step: {
         Args: { p_step: string };
         Returns: {
@@ -2395,6 +2465,15 @@ export type Database = {
           due_at: string;
           since: string;
         }[];
+      };
+      counter_offer: {
+        Args: {
+          p_amount: number;
+          p_message?: string;
+          p_offer: string;
+          p_terms: Json;
+        };
+        Returns: string;
       };
       currency_minor_digits: { Args: { p_currency: string }; Returns: number };
       current_nda_version: { Args: Record<PropertyKey, never>; Returns: string };
@@ -2509,6 +2588,39 @@ export type Database = {
         Returns: number;
       };
       expire_offers: { Args: Record<PropertyKey, never>; Returns: number };
+      extend_exclusivity: {
+        Args: { p_days: number; p_deal: string };
+        Returns: {
+          amount: number;
+          buyer_id: string;
+          closed_at: string | null;
+          commission: number | null;
+          created_at: string;
+          currency: string;
+          exclusive_until: string | null;
+          funded_at: string | null;
+          handover_completed_at: string | null;
+          handover_completion: string | null;
+          id: string;
+          listing_id: string;
+          offer_id: string | null;
+          payment_status: string | null;
+          payment_synced_at: string | null;
+          payproc_charge_id: string | null;
+          payproc_checkout_session_id: string | null;
+          payproc_payment_intent_id: string | null;
+          seller_id: string;
+          status: string;
+          terms: Json | null;
+          updated_at: string;
+        };
+        SetofOptions: {
+          from: "*";
+          to: "deals";
+          isOneToOne: true;
+          isSetofReturn: false;
+        };
+      };
       find_duplicate_listings: {
         Args: Record<PropertyKey, never>;
         Returns: {
@@ -2584,11 +2696,13 @@ export type Database = {
         Args: { p_body: Json; p_function_name: string };
         Returns: string;
       };
+      lapse_deal_exclusivity: { Args: { p_deal: string }; Returns: boolean };
       listing_open_for_offers: { Args: { p_listing: string }; Returns: boolean };
       listing_open_for_price_alerts: {
         Args: { p_listing: string };
         Returns: boolean;
       };
+      listing_under_loi: { Args: { p_listing: string }; Returns: boolean };
       listing_viewer: {
         Args: { p_user: string };
         Returns: {
@@ -2659,6 +2773,7 @@ export type Database = {
           commission: number | null;
           created_at: string;
           currency: string;
+          exclusive_until: string | null;
           funded_at: string | null;
           handover_completed_at: string | null;
           handover_completion: string | null;
@@ -2672,6 +2787,40 @@ export type Database = {
           payproc_payment_intent_id: string | null;
           seller_id: string;
           status: string;
+          terms: Json | null;
+          updated_at: string;
+        };
+        SetofOptions: {
+          from: "*";
+          to: "deals";
+          isOneToOne: true;
+          isSetofReturn: false;
+        };
+      };
+      lock_diligence_deal: {
+        Args: { p_action: string; p_deal: string; p_side: string };
+        Returns: {
+          amount: number;
+          buyer_id: string;
+          closed_at: string | null;
+          commission: number | null;
+          created_at: string;
+          currency: string;
+          exclusive_until: string | null;
+          funded_at: string | null;
+          handover_completed_at: string | null;
+          handover_completion: string | null;
+          id: string;
+          listing_id: string;
+          offer_id: string | null;
+          payment_status: string | null;
+          payment_synced_at: string | null;
+          payproc_charge_id: string | null;
+          payproc_checkout_session_id: string | null;
+          payproc_payment_intent_id: string | null;
+          seller_id: string;
+          status: string;
+          terms: Json | null;
           updated_at: string;
         };
         SetofOptions: {
@@ -2706,6 +2855,33 @@ export type Database = {
         SetofOptions: {
           from: "*";
           to: "listing_access_requests";
+          isOneToOne: true;
+          isSetofReturn: false;
+        };
+      };
+      lock_offer: {
+        Args: { p_action: string; p_by_author: boolean; p_offer: string };
+        Returns: {
+          amount: number;
+          buyer_id: string;
+          created_at: string;
+          currency: string;
+          deal_id: string | null;
+          decided_at: string | null;
+          decline_reason: string | null;
+          expires_at: string;
+          id: string;
+          listing_id: string;
+          message: string | null;
+          parent_offer_id: string | null;
+          proposed_by: string;
+          status: string;
+          terms: Json | null;
+          updated_at: string;
+        };
+        SetofOptions: {
+          from: "*";
+          to: "offers";
           isOneToOne: true;
           isSetofReturn: false;
         };
@@ -2753,6 +2929,20 @@ export type Database = {
         };
         Returns: number;
       };
+      offer_term_days: {
+        Args: {
+          p_default: number;
+          p_key: string;
+          p_max: number;
+          p_min: number;
+          p_terms: Json;
+        };
+        Returns: number;
+      };
+      offer_terms_checked: {
+        Args: { p_amount: number; p_currency: string; p_terms: Json };
+        Returns: Json;
+      };
       open_conversation: {
         Args: { p_buyer: string; p_listing: string; p_seller: string };
         Returns: {
@@ -2769,6 +2959,10 @@ export type Database = {
         Returns: number;
       };
       prune_rate_limits: { Args: { p_older_than?: string }; Returns: number };
+      queue_exclusivity_reminders: {
+        Args: { p_deal: string };
+        Returns: undefined;
+      };
       queue_notice: {
         Args: {
           p_due_at?: string;
@@ -2887,6 +3081,7 @@ export type Database = {
           commission: number | null;
           created_at: string;
           currency: string;
+          exclusive_until: string | null;
           funded_at: string | null;
           handover_completed_at: string | null;
           handover_completion: string | null;
@@ -2900,6 +3095,40 @@ export type Database = {
           payproc_payment_intent_id: string | null;
           seller_id: string;
           status: string;
+          terms: Json | null;
+          updated_at: string;
+        };
+        SetofOptions: {
+          from: "*";
+          to: "deals";
+          isOneToOne: true;
+          isSetofReturn: false;
+        };
+      };
+      withdraw_from_deal: {
+        Args: { p_deal: string; p_reason: string };
+        Returns: {
+          amount: number;
+          buyer_id: string;
+          closed_at: string | null;
+          commission: number | null;
+          created_at: string;
+          currency: string;
+          exclusive_until: string | null;
+          funded_at: string | null;
+          handover_completed_at: string | null;
+          handover_completion: string | null;
+          id: string;
+          listing_id: string;
+          offer_id: string | null;
+          payment_status: string | null;
+          payment_synced_at: string | null;
+          payproc_charge_id: string | null;
+          payproc_checkout_session_id: string | null;
+          payproc_payment_intent_id: string | null;
+          seller_id: string;
+          status: string;
+          terms: Json | null;
           updated_at: string;
         };
         SetofOptions: {

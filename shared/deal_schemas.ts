@@ -9,8 +9,13 @@
 import { z } from "zod";
 import { DealId } from "./schemas.ts";
 
-/** A deal's state (the state table is in docs/deals.md and the deal_states migration). */
+/**
+ * A deal's state (the state table is in docs/deals.md and the deal_states
+ * and letters of intent migrations). `in_diligence`: an accepted letter of
+ * intent's exclusivity window, before payment.
+ */
 export const DealStatus = z.enum([
+  "in_diligence",
   "pending_payment",
   "funded",
   "in_handover",

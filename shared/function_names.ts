@@ -26,6 +26,7 @@ export const FUNCTION_NAMES = [
   "cancel-deal",
   "create-deal-checkout",
   "create-deal-payment",
+  "deal-deadlines",
   "payment-status",
   "refund-deal-payment",
   "release-deal-payout",

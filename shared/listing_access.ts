@@ -12,6 +12,7 @@
 export const ACCESS_REQUEST_STATUSES = [
   "pending",
   "approved",
+  "suspended",
   "declined",
   "withdrawn",
   "expired",
@@ -20,14 +21,23 @@ export const ACCESS_REQUEST_STATUSES = [
 /** A request's status (`AccessRequestStatus` of `listing_access_schemas.ts` is its zod schema). */
 type Status = (typeof ACCESS_REQUEST_STATUSES)[number];
 
-/** The statuses of an open request: asking again while one is open answers it. */
+/**
+ * The statuses of an open request: asking again while one is pending or
+ * approved answers it; a suspended one (another buyer's letter of intent
+ * holds the listing) cannot be asked again until it comes back.
+ */
 export const OPEN_ACCESS_REQUEST_STATUSES = [
   "pending",
   "approved",
+  "suspended",
 ] as const satisfies readonly Status[];
 
-/** Who may make a move: the buyer who asked, the listing's seller or an admin, or the daily run. */
-export type AccessRequestActor = "buyer" | "seller_or_admin" | "daily_run";
+/**
+ * Who may make a move: the buyer who asked, the listing's seller or an
+ * admin, the daily run, or another buyer's letter of intent (accepted:
+ * suspends; its deal cancelled or refunded: restores).
+ */
+export type AccessRequestActor = "buyer" | "seller_or_admin" | "daily_run" | "letter_of_intent";
 
 /** One move of the state machine (the listing access migration's table). */
 export interface AccessRequestMove {
@@ -35,7 +45,12 @@ export interface AccessRequestMove {
   to: Status;
   by: AccessRequestActor;
   /** The RPC that makes it (the daily run: none). */
-  rpc: "decide_listing_access" | "withdraw_listing_access" | "revoke_listing_access" | null;
+  rpc:
+    | "decide_listing_access"
+    | "withdraw_listing_access"
+    | "revoke_listing_access"
+    | "accept_offer"
+    | null;
 }
 
 /**
@@ -49,6 +64,9 @@ export const ACCESS_REQUEST_MOVES: readonly AccessRequestMove[] = [
   { from: "pending", to: "withdrawn", by: "buyer", rpc: "withdraw_listing_access" },
   { from: "pending", to: "expired", by: "daily_run", rpc: null },
   { from: "approved", to: "revoked", by: "seller_or_admin", rpc: "revoke_listing_access" },
+  { from: "approved", to: "suspended", by: "letter_of_intent", rpc: "accept_offer" },
+  { from: "suspended", to: "approved", by: "letter_of_intent", rpc: null },
+  { from: "suspended", to: "revoked", by: "seller_or_admin", rpc: "revoke_listing_access" },
 ];
 
 /** A pending request lapses this many days after it was made (the daily run expires it). */

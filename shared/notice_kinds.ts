@@ -17,6 +17,18 @@ export const NOTICE_KINDS = {
   listing_access_expired: "To the buyer: their request lapsed after 14 days without an answer",
   conversation_unread: "To a participant: messages still unread 15 minutes after they were sent",
   conversation_reported: "To each admin: a participant reported a conversation",
+  offer_countered:
+    "To the other side of a new offer version: the buyer or the seller countered with new terms",
+  offer_accepted:
+    "To the author of the accepted version: the deal is made, in due diligence or awaiting payment",
+  deal_diligence_confirmed:
+    "To the seller: the buyer confirmed due diligence and proceeds to payment",
+  deal_withdrawn: "To the other side: the buyer or the seller withdrew during due diligence",
+  deal_exclusivity_extended: "To the buyer: the seller extended their exclusivity",
+  deal_exclusivity_ending:
+    "To the buyer and the seller: the exclusivity for due diligence ends in 48 hours",
+  deal_exclusivity_lapsed:
+    "To the buyer and the seller: the exclusivity ended without confirmation; the deal is cancelled",
 } as const;
 
 /** A kind of queued notice. */
@@ -35,6 +47,13 @@ export const NOTICE_EMAIL_TYPES = {
   listing_access_expired: "listing_access_expired",
   conversation_unread: "conversation_unread",
   conversation_reported: "admin_conversation_report",
+  offer_countered: "offer_countered",
+  offer_accepted: "offer_accepted",
+  deal_diligence_confirmed: "deal_diligence_confirmed",
+  deal_withdrawn: "deal_withdrawn",
+  deal_exclusivity_extended: "deal_exclusivity_extended",
+  deal_exclusivity_ending: "deal_exclusivity_ending",
+  deal_exclusivity_lapsed: "deal_exclusivity_lapsed",
 } as const satisfies Record<NoticeKind, EmailType>;
 
 /** Every kind. */

@@ -69,7 +69,8 @@ export const NOTIFICATION_TYPES = {
     pushed: false,
   },
   handover: {
-    label: "Deal handovers: reminders and completion",
+    label:
+      "Your deals: offers and counter-offers, due diligence, handover reminders and completion",
     email: true,
     inApp: true,
     pushed: true,
@@ -129,6 +130,13 @@ export const EMAIL_TYPES = {
   sponsored_ending: "sponsored",
   handover_reminder: "handover",
   handover_complete: "handover",
+  offer_countered: "handover",
+  offer_accepted: "handover",
+  deal_diligence_confirmed: "handover",
+  deal_withdrawn: "handover",
+  deal_exclusivity_extended: "handover",
+  deal_exclusivity_ending: "handover",
+  deal_exclusivity_lapsed: "handover",
   admin_payment_returned: "admin_alerts",
   admin_payment_return_failed: "admin_alerts",
   admin_dispute_after_payout: "admin_alerts",

@@ -1,8 +1,8 @@
 /**
- * The SQLSTATEs the listing access and conversation RPCs answer a caller's
- * mistakes with, as supabase-js shows them (`error.code`), and the HTTP
- * status PostgREST gives each (a `PT<nnn>` code is status nnn). Anything
- * else is a server fault (HTTP 500).
+ * The SQLSTATEs the listing access, conversation, offer and due-diligence
+ * RPCs answer a caller's mistakes with, as supabase-js shows them
+ * (`error.code`), and the HTTP status PostgREST gives each (a `PT<nnn>`
+ * code is status nnn). Anything else is a server fault (HTTP 500).
  *
  * @module
  */
@@ -13,15 +13,18 @@ export const RPC_ERRORS = {
     status: 400,
     meaning: "A bad argument: missing, unknown, too long, or not plain text",
   },
-  "23514": { status: 400, meaning: "A value a table's rules refuse (an offer's currency, amount)" },
+  "23514": {
+    status: 400,
+    meaning: "A value a table's rules refuse (an offer's currency, amount, letter-of-intent terms)",
+  },
   "42501": {
     status: 403,
     meaning:
-      "Not allowed: not yours to do, or not signed in (401 for a caller without a user token)",
+      "Not allowed: not yours to do, or not signed in (401 for a caller without a user token); hint listing_under_loi: the listing is off the market during another buyer's due diligence",
   },
   "PT404": {
     status: 404,
-    meaning: "No such listing, request or conversation, or none the caller may see",
+    meaning: "No such listing, request, conversation, offer or deal, or none the caller may see",
   },
   "PT409": {
     status: 409,

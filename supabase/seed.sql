@@ -15,6 +15,8 @@
 -- Confidential: "Local SEO Agency Tool" (pro@'s) keeps its URL, seller and
 -- revenue behind the NDA; free@ was let in and talks with pro@ about it,
 -- starter@'s request waits for pro@'s answer.
+-- Letter of intent: pro@'s offer for "Recipe Blog Network", starter@'s
+-- counter-offer, accepted: a deal in due diligence.
 -- =============================================================================
 
 insert into auth.users (id, email, email_confirmed_at, raw_user_meta_data) values
@@ -124,3 +126,31 @@ on conflict do nothing;
 update public.conversations set last_message_at = now() - interval '1 hour',
   buyer_last_read_at = now() - interval '2 hours', seller_last_read_at = now() - interval '1 hour'
 where id = '40000000-0000-4000-8000-000000000001' and last_message_at is null;
+
+-- A letter of intent: pro@ offers 20,000 for starter@'s "Recipe Blog Network"
+-- with a holdback, starter@ counters at 21,000, pro@ accepts: the deal is in
+-- due diligence for 14 days and the listing is off the market.
+-- (Where not exists, not on conflict: the offers' triggers refuse a new offer
+-- on a listing under an LOI before any conflict is looked for.)
+insert into public.offers (id, listing_id, buyer_id, amount, currency, message, terms)
+select '60000000-0000-4000-8000-000000000001', '10000000-0000-4000-8000-000000000002',
+  '00000000-0000-4000-8000-000000000004', 20000, 'USD', 'Ready to move quickly after diligence.',
+  '{"cash_at_close": "18000.00", "holdback_days": 30, "inspection_days": 10, "exclusivity_days": 14,
+    "conditions": ["Ad network accounts transferred", "Twelve months of traffic reports"]}'
+where not exists (select 1 from public.offers where id = '60000000-0000-4000-8000-000000000001');
+
+update public.offers set status = 'countered'
+where id = '60000000-0000-4000-8000-000000000001' and status = 'pending';
+
+insert into public.offers (
+  id, listing_id, buyer_id, amount, currency, message, terms, parent_offer_id, proposed_by
+)
+select '60000000-0000-4000-8000-000000000002', '10000000-0000-4000-8000-000000000002',
+  '00000000-0000-4000-8000-000000000004', 21000, 'USD', 'Meet me at 21,000; the rest stands.',
+  '{"cash_at_close": "19000.00", "holdback_days": 30, "inspection_days": 10, "exclusivity_days": 14,
+    "conditions": ["Ad network accounts transferred", "Twelve months of traffic reports"]}',
+  '60000000-0000-4000-8000-000000000001', 'seller'
+where not exists (select 1 from public.offers where id = '60000000-0000-4000-8000-000000000002');
+
+select public.accept_offer(o.id) from public.offers o
+where o.id = '60000000-0000-4000-8000-000000000002' and o.status = 'pending';

@@ -7,6 +7,7 @@
  * @module
  */
 import { DealStatus } from "../../shared/deal_schemas.ts";
+import { holdbackOf, type OfferTerms } from "../../shared/offer_terms.ts";
 import { HttpError } from "../../supabase/functions/_shared/platform/errors.ts";
 import type { Sql } from "../../supabase/functions/_shared/platform/db.ts";
 import type { ConsoleContext, Route } from "./types.ts";
@@ -51,17 +52,35 @@ interface DealRow {
   funded_at: string | null;
   handover_completed_at: string | null;
   closed_at: string | null;
+  /** When the buyer's due-diligence exclusivity ends (ended); null without one. */
+  exclusive_until: string | null;
+  /** The agreed letter-of-intent terms; null for a plain offer's deal. */
+  terms: OfferTerms | null;
 }
 
 const DEAL_COLUMNS = `d.id, l.title, b.email as buyer, s.email as seller, d.amount::text as amount,
   d.currency, d.commission::text as commission, d.status, d.payment_status,
   d.payproc_payment_intent_id, ${utc("d.created_at")} as created_at,
   ${utc("d.funded_at")} as funded_at, ${utc("d.handover_completed_at")} as handover_completed_at,
-  ${utc("d.closed_at")} as closed_at`;
+  ${utc("d.closed_at")} as closed_at, ${utc("d.exclusive_until")} as exclusive_until, d.terms`;
 const DEAL_JOINS = `from public.deals d
   left join public.listings l on l.id = d.listing_id
   left join auth.users b on b.id = d.buyer_id
   left join auth.users s on s.id = d.seller_id`;
+
+/** A deal's letter-of-intent terms in one line. */
+function termsSummary(deal: DealRow, terms: OfferTerms): string {
+  return [
+    `cash at close ${terms.cash_at_close} ${deal.currency}`,
+    terms.holdback_days > 0
+      ? `holdback ${holdbackOf(deal.amount, terms)} for ${terms.holdback_days} days`
+      : "no holdback",
+    `inspection ${terms.inspection_days} days`,
+    `exclusivity ${terms.exclusivity_days} days`,
+    terms.proposed_close_date ? `close ${terms.proposed_close_date}` : null,
+    `${terms.conditions.length} condition${terms.conditions.length === 1 ? "" : "s"}`,
+  ].filter(Boolean).join(" · ");
+}
 
 function statusTone(status: string): "ok" | "warn" | "bad" | null {
   if (status === "completed" || status === "funded") return "ok";
@@ -348,6 +367,8 @@ function dealPage(deal: DealRow, entries: TimelineEntry[]): string {
     ["Commission", deal.commission === null ? "—" : `${deal.commission} ${deal.currency}`],
     ["Payment", deal.payment_status ?? "—"],
     ["Payment intent", deal.payproc_payment_intent_id ?? "—"],
+    ["Exclusive until", deal.exclusive_until ?? "—"],
+    ["Agreed terms", deal.terms === null ? "—" : termsSummary(deal, deal.terms)],
   ];
   return page(
     `Deal ${deal.id}`,

@@ -77,6 +77,17 @@ import {
   conversationUnreadEmail,
 } from "../../supabase/functions/_shared/email/templates/conversations.ts";
 import {
+  dealWithdrawnNotice,
+  diligenceConfirmedNotice,
+  exclusivityEndingNotice,
+  exclusivityExtendedNotice,
+  exclusivityLapsedNotice,
+  type LoiDealFacts,
+  offerAcceptedNotice,
+  offerCounteredNotice,
+  type OfferFacts,
+} from "../../supabase/functions/_shared/email/templates/letters_of_intent.ts";
+import {
   sponsoredEndingNotice,
   type SponsoredPlacement,
   sponsoredStartedNotice,
@@ -163,6 +174,38 @@ const ACCESS_REQUEST: AccessRequestFacts = {
 };
 
 const CONVERSATION_ID = id(42);
+
+const COUNTER_OFFER: OfferFacts = {
+  offerId: id(43),
+  listingId: LISTING_ID,
+  title: SAMPLE_LISTING_TITLE,
+  by: "seller",
+  amount: "12500.00",
+  currency: "EUR",
+  terms: {
+    cash_at_close: "10000.00",
+    holdback_days: 30,
+    inspection_days: 7,
+    exclusivity_days: 14,
+    proposed_close_date: "2026-04-30",
+    conditions: [
+      "The Stripe & Mailchimp accounts transfer with the domain",
+      'The seller stays on for 30 days of <b>PHP</b> support ("handover")',
+    ],
+  },
+  message: "Happy to go to €12,500 with a holdback.\nR&D <Tools> stay with the business.",
+  expiresAt: hoursFrom(NOW, 7 * 24),
+};
+
+const DILIGENCE_DEAL: LoiDealFacts = {
+  dealId: DEAL_ID,
+  listingId: LISTING_ID,
+  title: SAMPLE_LISTING_TITLE,
+  amount: "12500.00",
+  currency: "EUR",
+  status: "in_diligence",
+  exclusiveUntil: hoursFrom(NOW, 14 * 24),
+};
 
 /** `content` rendered as `notifications/notify.ts` renders every notice's e-mail. */
 const rendered = (content: () => EmailContent) => () => renderEmail(content(), SAMPLE_SITE_URL);
@@ -426,6 +469,68 @@ export const MAIL_SAMPLES: { readonly [T in EmailType]: MailSample } = {
     type: "handover_complete",
     description: "Every handover step is confirmed (to the seller; admins get ready-for-payout).",
     render: rendered(() => handoverCompleteSellerNotice(COMPLETED).email),
+  },
+  offer_countered: {
+    type: "offer_countered",
+    description: "To the other side: the seller (or the buyer) countered an offer with new terms.",
+    render: rendered(() => offerCounteredNotice(COUNTER_OFFER).email),
+  },
+  offer_accepted: {
+    type: "offer_accepted",
+    description:
+      "To the author of the accepted version: the deal is in due diligence (or awaits payment).",
+    render: rendered(() =>
+      offerAcceptedNotice({ ...COUNTER_OFFER, by: "buyer", message: null }, DILIGENCE_DEAL).email
+    ),
+  },
+  deal_diligence_confirmed: {
+    type: "deal_diligence_confirmed",
+    description: "To the seller: the buyer confirmed due diligence and proceeds to payment.",
+    render: rendered(() =>
+      diligenceConfirmedNotice({ ...DILIGENCE_DEAL, status: "pending_payment" }).email
+    ),
+  },
+  deal_withdrawn: {
+    type: "deal_withdrawn",
+    description: "To the other side: the buyer (or the seller) withdrew during due diligence.",
+    render: rendered(() =>
+      dealWithdrawnNotice(
+        { ...DILIGENCE_DEAL, status: "cancelled" },
+        {
+          by: "buyer",
+          reason: "The churn is higher than the listing said:\n8% <script>alert('hi')</script>.",
+        },
+        "seller",
+      ).email
+    ),
+  },
+  deal_exclusivity_extended: {
+    type: "deal_exclusivity_extended",
+    description: "To the buyer: the seller extended their exclusivity for due diligence.",
+    render: rendered(() =>
+      exclusivityExtendedNotice({ ...DILIGENCE_DEAL, exclusiveUntil: hoursFrom(NOW, 21 * 24) })
+        .email
+    ),
+  },
+  deal_exclusivity_ending: {
+    type: "deal_exclusivity_ending",
+    description:
+      "To the buyer (here) and the seller: the exclusivity ends in 48 hours (send-queued-notices).",
+    render: rendered(() =>
+      exclusivityEndingNotice({ ...DILIGENCE_DEAL, exclusiveUntil: hoursFrom(NOW, 48) }, "buyer")
+        .email
+    ),
+  },
+  deal_exclusivity_lapsed: {
+    type: "deal_exclusivity_lapsed",
+    description:
+      "To the buyer and the seller (here): the exclusivity ended without confirmation; the deal is cancelled.",
+    render: rendered(() =>
+      exclusivityLapsedNotice(
+        { ...DILIGENCE_DEAL, status: "cancelled", exclusiveUntil: hoursFrom(NOW, -1) },
+        "seller",
+      ).email
+    ),
   },
   admin_payment_returned: {
     type: "admin_payment_returned",

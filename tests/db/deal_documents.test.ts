@@ -2,7 +2,8 @@
  * Deal documents in the database (migration 20261123002700_deal_documents):
  * the private bucket, who reads a deal's objects under storage.objects RLS,
  * that no client writes there or to the register, the register's state
- * machine, and confirming and expiring uploads.
+ * machine, and confirming and expiring uploads; all of it for a letter of
+ * intent's deal in due diligence too.
  *
  * @module
  */
@@ -10,6 +11,7 @@ import assert from "node:assert/strict";
 import type pg from "pg";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
 import { createDeal, type TestDeal } from "../support/deals.ts";
+import { createLoiDeal, dealOf, testDealOf } from "../support/loi.ts";
 import { asRole, createUser, queryAs, type TestUser } from "../support/sql.ts";
 import { rejectsWith } from "./core_fixtures.ts";
 
@@ -225,3 +227,52 @@ sqlTest("participants and admins read the register; nobody else does", async () 
   assert.equal(await count(admin), 1);
   assert.equal(await count(stranger), 0);
 });
+
+sqlTest(
+  "a deal in due diligence: its participants confirm and read its documents, nobody else",
+  async () => {
+    const loi = await createLoiDeal(db.pool);
+    assert.equal((await dealOf(db.pool, loi.dealId)).status, "in_diligence");
+    const deal = testDealOf(loi);
+    const stranger = await createUser(db.pool);
+    const rival = await createDeal(db.pool);
+    const upload = await pendingUpload(deal);
+    await storeObject(upload.path, 2048, "application/pdf");
+
+    // A stranger may not confirm it; the seller does.
+    await asRole(
+      db.pool,
+      { role: "authenticated", userId: stranger.id },
+      (client) =>
+        rejectsWith(client, "42501", "select public.confirm_deal_documents($1)", [deal.id]),
+    );
+    const confirmed = await as<{ id: string }>(
+      deal.seller,
+      "select id from public.confirm_deal_documents($1)",
+      [deal.id],
+    );
+    assert.deepEqual(confirmed.map((row) => row.id), [upload.id]);
+    assert.equal((await statusOf(upload.id)).status, "uploaded");
+
+    const register = async (user: TestUser) =>
+      (await as<{ id: string }>(
+        user,
+        "select id from public.deal_documents where deal_id = $1",
+        [deal.id],
+      )).map((row) => row.id);
+    const objects = async (user: TestUser) =>
+      (await as<{ name: string }>(
+        user,
+        "select name from storage.objects where bucket_id = 'deal-documents' and name = $1",
+        [upload.path],
+      )).map((row) => row.name);
+    for (const user of [deal.buyer, deal.seller]) {
+      assert.deepEqual(await register(user), [upload.id]);
+      assert.deepEqual(await objects(user), [upload.path]);
+    }
+    for (const user of [stranger, rival.buyer, rival.seller]) {
+      assert.deepEqual(await register(user), []);
+      assert.deepEqual(await objects(user), []);
+    }
+  },
+);

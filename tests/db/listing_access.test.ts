@@ -438,8 +438,9 @@ sqlTest(
         }
       }
     }
-    assert.equal(allowed, 4);
-    assert.equal(refused, ACCESS_REQUEST_STATUSES.length * 4 - 4);
+    // approve, decline, withdraw a pending request; revoke an approved or a suspended one.
+    assert.equal(allowed, 5);
+    assert.equal(refused, ACCESS_REQUEST_STATUSES.length * 4 - 5);
     assert.deepEqual(await accessBuyersOutOfSync(db.pool), [], "access_buyers follows every move");
 
     // The trigger holds every writer to the table, the service connection included.

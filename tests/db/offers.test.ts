@@ -443,15 +443,19 @@ sqlTest(
   async () => {
     const listing = await createListing(db.pool, seller.id, "approved");
     const made = await makeOffer(buyer, listing.id);
-    for (const who of [buyer, stranger, rival, admin]) {
+    // Its author and admins (who read it) are refused; others learn nothing.
+    for (const who of [buyer, admin]) {
       await assert.rejects(callAs(who, "accept_offer", made.id), sqlState("42501"), who.email);
+    }
+    for (const who of [stranger, rival]) {
+      await assert.rejects(callAs(who, "accept_offer", made.id), sqlState("PT404"), who.email);
     }
     await asRole(db.pool, { role: "anon" }, async (c) => {
       await rejectsWith(c, "42501", "select public.accept_offer($1)", [made.id]);
     });
     await assert.rejects(
       callAs(seller, "accept_offer", crypto.randomUUID()),
-      sqlState("P0002"),
+      sqlState("PT404"),
     );
     assert.equal((await offer(made.id)).status, "pending");
     assert.deepEqual(await dealsOn(listing.id), []);
@@ -679,13 +683,14 @@ sqlTest(
 sqlTest("decline_offer(): the listing's seller declines a pending offer, once", async () => {
   const listing = await createListing(db.pool, seller.id, "approved");
   const made = await makeOffer(buyer, listing.id);
-  for (const who of [buyer, stranger, admin]) {
+  for (const who of [buyer, admin]) {
     await assert.rejects(callAs(who, "decline_offer", made.id), sqlState("42501"), who.email);
   }
+  await assert.rejects(callAs(stranger, "decline_offer", made.id), sqlState("PT404"));
   await asRole(db.pool, { role: "anon" }, async (c) => {
     await rejectsWith(c, "42501", "select public.decline_offer($1)", [made.id]);
   });
-  await assert.rejects(callAs(seller, "decline_offer", crypto.randomUUID()), sqlState("P0002"));
+  await assert.rejects(callAs(seller, "decline_offer", crypto.randomUUID()), sqlState("PT404"));
   assert.equal((await offer(made.id)).status, "pending");
 
   await callAs(seller, "decline_offer", made.id);
@@ -710,13 +715,14 @@ sqlTest(
   async () => {
     const listing = await createListing(db.pool, seller.id, "approved");
     const made = await makeOffer(buyer, listing.id);
-    for (const who of [seller, stranger, admin]) {
+    for (const who of [seller, admin]) {
       await assert.rejects(callAs(who, "withdraw_offer", made.id), sqlState("42501"), who.email);
     }
+    await assert.rejects(callAs(stranger, "withdraw_offer", made.id), sqlState("PT404"));
     await asRole(db.pool, { role: "anon" }, async (c) => {
       await rejectsWith(c, "42501", "select public.withdraw_offer($1)", [made.id]);
     });
-    await assert.rejects(callAs(buyer, "withdraw_offer", crypto.randomUUID()), sqlState("P0002"));
+    await assert.rejects(callAs(buyer, "withdraw_offer", crypto.randomUUID()), sqlState("PT404"));
     assert.equal((await offer(made.id)).status, "pending");
 
     await callAs(buyer, "withdraw_offer", made.id);

@@ -29,6 +29,7 @@ import {
   twoStartsWhileLocked,
 } from "../support/jobs.ts";
 import { emailEnv, emailLogs, notificationsOf } from "../support/notifications.ts";
+import { confirmDiligence, createLoiDeal, LOI_TERMS, testDealOf } from "../support/loi.ts";
 import { invoke, testRuntime } from "../support/runtime.ts";
 
 interface HandoverRun extends JobAnswerBody {
@@ -342,3 +343,40 @@ sqlTest("apa-auto-handover: the schedule runs it hourly", async () => {
 addEventListener("unload", () => {
   runtime.close();
 });
+
+sqlTest(
+  "apa-auto-handover: an agreement printed before the deal was funded (a diligence draft) does not start the handover",
+  async () => {
+    const loi = await createLoiDeal(db.pool, { terms: { ...LOI_TERMS, inspection_days: 3 } });
+    await recordApa(db.pool, loi.dealId); // the draft, printed during due diligence
+    await confirmDiligence(db.pool, loi);
+    await moveDeal(db.pool, loi.dealId, "funded");
+    const first = await runAt();
+    assert.ok(!first.items?.handover_started?.includes(loi.dealId), JSON.stringify(first));
+    assert.equal((await dealState(db.pool, loi.dealId)).status, "funded");
+
+    await recordApa(db.pool, loi.dealId); // generated once funded
+    const second = await runAt();
+    assert.ok(second.items?.handover_started?.includes(loi.dealId), JSON.stringify(second));
+  },
+);
+
+sqlTest(
+  "apa-auto-handover: a deal's agreed inspection_days set its inspection window, not HANDOVER_INSPECTION_DAYS",
+  async () => {
+    const loi = await createLoiDeal(db.pool, { terms: { ...LOI_TERMS, inspection_days: 3 } });
+    await confirmDiligence(db.pool, loi);
+    await moveDeal(db.pool, loi.dealId, "funded");
+    await recordApa(db.pool, loi.dealId);
+    const started = await runAt();
+    assert.ok(started.items?.handover_started?.includes(loi.dealId));
+    const deal = testDealOf(loi);
+    await deliverAll(db.pool, deal);
+
+    await runAt(3 * DAY - HOUR);
+    assert.equal((await completion(loi.dealId)).handover_completed_at, null, "inside 3 days");
+    const lapsed = await runAt(3 * DAY + HOUR);
+    assert.ok(lapsed.items?.inspection_lapsed?.includes(loi.dealId), JSON.stringify(lapsed));
+    assert.equal((await completion(loi.dealId)).handover_completion, "inspection_lapsed");
+  },
+);

@@ -13,6 +13,7 @@ import {
   startPayment,
   type TestDeal,
 } from "../support/deals.ts";
+import { createLoiDeal, testDealOf } from "../support/loi.ts";
 import { invoke } from "../support/runtime.ts";
 import { asRole, createUser } from "../support/sql.ts";
 
@@ -306,5 +307,23 @@ sqlTest(
       (error: { code?: string }) => error.code === "PT409",
     );
     assert.equal((await dealState(db.pool, started.id)).status, "pending_payment");
+  },
+);
+
+sqlTest(
+  "cancel-deal: a deal in due diligence has no payment to stop and is cancelled; the listing reopens",
+  async () => {
+    const loi = await createLoiDeal(db.pool);
+    const res = await cancel(testDealOf(loi), loi.seller, { reason: "Sold elsewhere" });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.deepEqual(res.body.payment, { paymentIntent: "none", checkoutSession: "none" });
+    assert.deepEqual(await dealEvents(db.pool, loi.dealId), [
+      "→in_diligence:offer_accepted",
+      "in_diligence→cancelled:cancelled",
+    ]);
+    const { rows } = await db.pool.query("select public.listing_under_loi($1) as held", [
+      loi.listingId,
+    ]);
+    assert.equal(rows[0].held, false);
   },
 );

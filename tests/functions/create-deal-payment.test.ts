@@ -3,6 +3,7 @@ import handler from "../../supabase/functions/create-deal-payment/handler.ts";
 import createDealCheckout from "../../supabase/functions/create-deal-checkout/handler.ts";
 import { sqlTest } from "../support/db.ts";
 import { createDeal, dealEvents, dealsSetup, dealState, payDeal } from "../support/deals.ts";
+import { confirmDiligence, createLoiDeal } from "../support/loi.ts";
 import { invoke } from "../support/runtime.ts";
 import { createUser, type TestUser } from "../support/sql.ts";
 
@@ -349,5 +350,20 @@ sqlTest(
     const row = await paymentColumns(deal.id);
     if (intentPayable) assert.equal(row.payproc_payment_intent_id, intent?.id);
     if (sessionOpen) assert.equal(row.payproc_checkout_session_id, session?.id);
+  },
+);
+
+sqlTest(
+  "create-deal-payment: a deal in due diligence takes no payment (409 in_diligence) until the buyer confirms",
+  async () => {
+    const loi = await createLoiDeal(db.pool);
+    const refused = await pay(loi.dealId, loi.buyer);
+    assert.equal(refused.status, 409, JSON.stringify(refused.body));
+    assert.equal(refused.body.error?.details?.reason, "in_diligence");
+    assert.deepEqual(intentsOf(loi.dealId), [], "nothing at the processor");
+    await confirmDiligence(db.pool, loi);
+    const paid = await pay(loi.dealId, loi.buyer);
+    assert.equal(paid.status, 200, JSON.stringify(paid.body));
+    assert.equal(intentsOf(loi.dealId)[0]?.amount, 100000);
   },
 );

@@ -1,7 +1,8 @@
 /**
  * `deal-create-upload-url` with the real supabase-js against the local
  * Storage API: a participant's upload through the signed URL, its
- * confirmation and who can download it; every refusal writes nothing.
+ * confirmation and who can download it; the data room of a letter of
+ * intent's deal during due diligence; every refusal writes nothing.
  *
  * @module
  */
@@ -12,8 +13,9 @@ import { createTestDatabase, sqlTest } from "../support/db.ts";
 import { testCredentials } from "../support/credentials.ts";
 import { createDeal, moveDeal, type TestDeal } from "../support/deals.ts";
 import { rpc } from "../support/handover.ts";
+import { createLoiDeal, dealOf, testDealOf } from "../support/loi.ts";
 import { invoke, testRuntime } from "../support/runtime.ts";
-import { createUser, type TestUser } from "../support/sql.ts";
+import { createUser, queryAs, type TestUser } from "../support/sql.ts";
 import { startLocalStorage } from "../support/storage.ts";
 
 interface UploadUrl {
@@ -116,6 +118,111 @@ sqlTest(
     const denied = await stranger.storage.from("deal-documents").download(res.body.path);
     assert.equal(denied.data, null);
     assert.ok(denied.error);
+  },
+);
+
+sqlTest(
+  "deal-create-upload-url: during due diligence both sides fill the data room and read it; a stranger cannot",
+  async () => {
+    const loi = await createLoiDeal(db.pool);
+    assert.equal((await dealOf(db.pool, loi.dealId)).status, "in_diligence");
+    const deal = testDealOf(loi);
+    const files = [
+      {
+        user: deal.seller,
+        kind: "financials",
+        name: "Financials 2026.pdf",
+        type: "application/pdf",
+        bytes: new TextEncoder().encode("%PDF-1.7 revenue and churn"),
+      },
+      {
+        user: deal.buyer,
+        kind: "other",
+        name: "Questions.txt",
+        type: "text/plain",
+        bytes: new TextEncoder().encode("Which plans renew yearly?"),
+      },
+    ];
+    const paths: string[] = [];
+    for (const file of files) {
+      const res = await ask(
+        file.user,
+        request(deal, {
+          fileName: file.name,
+          contentType: file.type,
+          size: file.bytes.byteLength,
+          kind: file.kind,
+        }),
+      );
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      const client = await clientOf(file.user);
+      const uploaded = await client.storage.from("deal-documents").uploadToSignedUrl(
+        res.body.path,
+        res.body.token,
+        new File([file.bytes], file.name, { type: file.type }),
+      );
+      assert.equal(uploaded.error, null, String(uploaded.error));
+      await rpc(db.pool, file.user, "confirm_deal_documents", [deal.id]);
+      paths.push(res.body.path);
+    }
+
+    // Each side lists the register (as supabase.from("deal_documents") reads it)
+    // and reads both files: by download and through a signed URL of its own.
+    const register = (user: TestUser) =>
+      queryAs<{ path: string; kind: string; status: string; uploaded_by: string }>(
+        db.pool,
+        user,
+        `select path, kind, status, uploaded_by from public.deal_documents
+         where deal_id = $1 order by created_at`,
+        [deal.id],
+      );
+    for (const user of [deal.buyer, deal.seller]) {
+      assert.deepEqual(
+        await register(user),
+        files.map((file, i) => ({
+          path: paths[i],
+          kind: file.kind,
+          status: "uploaded",
+          uploaded_by: file.user.id,
+        })),
+      );
+      const bucket = (await clientOf(user)).storage.from("deal-documents");
+      for (const [i, file] of files.entries()) {
+        const download = await bucket.download(paths[i]!);
+        assert.equal(download.error, null, String(download.error));
+        assert.deepEqual(new Uint8Array(await download.data!.arrayBuffer()), file.bytes);
+        const link = await bucket.createSignedUrl(paths[i]!, 60);
+        assert.equal(link.error, null, String(link.error));
+        const fetched = await fetch(link.data!.signedUrl);
+        assert.equal(fetched.status, 200);
+        assert.deepEqual(new Uint8Array(await fetched.arrayBuffer()), file.bytes);
+      }
+    }
+
+    // A stranger gets no upload URL, sees no row and reads no file.
+    const stranger = await createUser(db.pool);
+    const denied = await ask(stranger, request(deal));
+    assert.equal(denied.status, 403, JSON.stringify(denied.body));
+    assert.deepEqual(await register(stranger), []);
+    const strangerBucket = (await clientOf(stranger)).storage.from("deal-documents");
+    for (const path of paths) {
+      const download = await strangerBucket.download(path);
+      assert.equal(download.data, null);
+      assert.ok(download.error);
+      const link = await strangerBucket.createSignedUrl(path, 60);
+      assert.equal(link.data, null);
+      assert.ok(link.error);
+    }
+    assert.equal((await documentsOf(deal.id)).length, 2);
+
+    // The buyer walks away: the data room takes nothing more; what is in it stays readable.
+    await rpc(db.pool, deal.buyer, "withdraw_from_deal", [deal.id, "The churn is too high"]);
+    assert.equal((await dealOf(db.pool, deal.id)).status, "cancelled");
+    const closed = await ask(deal.seller, request(deal));
+    assert.equal(closed.status, 409, JSON.stringify(closed.body));
+    assert.equal(closed.body.error?.code, "conflict");
+    assert.equal((await documentsOf(deal.id)).length, 2);
+    assert.equal((await register(deal.seller)).length, 2);
   },
 );
 

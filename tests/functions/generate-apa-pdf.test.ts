@@ -1,7 +1,8 @@
 /**
  * `generate-apa-pdf` against the local Storage API: the agreement's text
- * (read back by a real PDF reader), its storage and hash, versions on
- * change (and none without), concurrent calls, refusals.
+ * (read back by a real PDF reader), the agreed terms of a letter of intent
+ * (and none for a plain deal), a draft during due diligence, its storage and
+ * hash, versions on change (and none without), concurrent calls, refusals.
  *
  * @module
  */
@@ -12,6 +13,7 @@ import { createTestDatabase, sqlTest } from "../support/db.ts";
 import { testCredentials } from "../support/credentials.ts";
 import { createDeal, moveDeal, type TestDeal } from "../support/deals.ts";
 import { rpc } from "../support/handover.ts";
+import { confirmDiligence, createLoiDeal, dealOf } from "../support/loi.ts";
 import { pdfText } from "../support/pdf_text.ts";
 import { invoke, testRuntime } from "../support/runtime.ts";
 import { createUser, type TestUser } from "../support/sql.ts";
@@ -55,6 +57,14 @@ async function apaVersions(dealId: string) {
   );
   return rows;
 }
+
+/** The text with line breaks and runs of spaces made single spaces, for phrases a wrap may split. */
+function flat(text: string): string {
+  return text.replace(/\s+/g, " ");
+}
+
+/** What a deal without agreed terms never shows. */
+const TERMS_ONLY = ["Agreed terms", "Cash at close", "Holdback", "letter of intent", "Draft"];
 
 /** A funded deal between named parties. */
 async function namedDeal(): Promise<TestDeal> {
@@ -112,6 +122,10 @@ sqlTest(
     ) {
       assert.ok(text.includes(expected), `the agreement shows "${expected}"`);
     }
+    // A deal made on a plain offer has no agreed terms.
+    for (const absent of TERMS_ONLY) {
+      assert.ok(!text.includes(absent), `a plain deal's agreement shows no "${absent}"`);
+    }
 
     assert.deepEqual(await apaVersions(deal.id), [{
       version: 1,
@@ -125,6 +139,102 @@ sqlTest(
       [res.body.path],
     );
     assert.equal(stored.rows[0]?.type, "application/pdf");
+  },
+);
+
+sqlTest(
+  "generate-apa-pdf: a letter of intent's deal states its agreed terms, as a draft during diligence",
+  async () => {
+    const loi = await createLoiDeal(db.pool);
+    assert.equal((await dealOf(db.pool, loi.dealId)).status, "in_diligence");
+
+    // Both sides review the draft while the buyer is in due diligence.
+    const draft = await generate(loi.buyer, loi.dealId);
+    assert.equal(draft.status, 200, JSON.stringify(draft.body));
+    assert.deepEqual([draft.body.version, draft.body.created], [1, true]);
+    const bySeller = await generate(loi.seller, loi.dealId);
+    assert.equal(bySeller.status, 200, JSON.stringify(bySeller.body));
+    assert.deepEqual([bySeller.body.version, bySeller.body.created], [1, false]);
+
+    const text = flat((await pdfText(await fetchPdf(draft.body.signedUrl))).text);
+    for (
+      const expected of [
+        "Status Draft for review during the Buyer's due diligence",
+        "Purchase price $1,000.00",
+        "Agreed terms",
+        "letter of intent",
+        "Cash at close $900.00",
+        "Holdback $100.00, released to the Seller 30 days after the cash at close",
+        "Inspection period 10 days",
+        "Exclusivity 14 days from acceptance",
+        "The Buyer has 10 days to inspect the assets",
+        "1. Seller hands over the domain",
+        "2. Revenue verified",
+      ]
+    ) {
+      assert.ok(text.includes(expected), `the agreement shows "${expected}" in:\n${text}`);
+    }
+    assert.ok(!text.includes("Proposed closing date"), "no closing date was proposed");
+
+    // Past diligence the agreement is no longer a draft: the next version.
+    await confirmDiligence(db.pool, loi);
+    assert.equal((await dealOf(db.pool, loi.dealId)).status, "pending_payment");
+    const final = await generate(loi.seller, loi.dealId);
+    assert.equal(final.status, 200, JSON.stringify(final.body));
+    assert.deepEqual([final.body.version, final.body.created], [2, true]);
+    const finalText = flat((await pdfText(await fetchPdf(final.body.signedUrl))).text);
+    assert.ok(!finalText.includes("Draft"));
+    for (const expected of ["Cash at close $900.00", "1. Seller hands over the domain"]) {
+      assert.ok(finalText.includes(expected), expected);
+    }
+    assert.deepEqual((await apaVersions(loi.dealId)).map((v) => v.version), [1, 2]);
+  },
+);
+
+sqlTest(
+  "generate-apa-pdf: terms without a holdback or exclusivity, with a closing date and long conditions",
+  async () => {
+    const closeDate = new Date(Date.now() + 60 * 86_400_000).toISOString().slice(0, 10);
+    const long = `The seller migrates every subscriber ${
+      "and keeps the billing history ".repeat(12)
+    }intact`;
+    const loi = await createLoiDeal(db.pool, {
+      amount: "2500.00",
+      acceptedBy: "service",
+      terms: {
+        cash_at_close: "2500.00",
+        inspection_days: 5,
+        exclusivity_days: 0,
+        proposed_close_date: closeDate,
+        conditions: [long, "No (PDF) Tj operators here"],
+      },
+    });
+    // No exclusivity: straight to payment, the terms copied.
+    const state = await dealOf(db.pool, loi.dealId);
+    assert.equal(state.status, "pending_payment");
+    assert.equal(state.terms?.holdback_days, 0);
+
+    const res = await generate(loi.buyer, loi.dealId);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const { text: raw } = await pdfText(await fetchPdf(res.body.signedUrl));
+    const text = flat(raw);
+    for (
+      const expected of [
+        "Cash at close $2,500.00",
+        "Holdback No holdback: the whole purchase price is paid at close",
+        "Inspection period 5 days",
+        "The Buyer has 5 days to inspect the assets",
+        `Proposed closing date ${closeDate}`,
+        `1. ${long}`,
+        "2. No (PDF) Tj operators here",
+      ]
+    ) {
+      assert.ok(text.includes(expected), `the agreement shows "${expected}" in:\n${text}`);
+    }
+    // The long condition is wrapped over several lines, like the other long text.
+    assert.ok(!raw.includes(long), "the long condition is wrapped");
+    assert.ok(!text.includes("Exclusivity"));
+    assert.ok(!text.includes("Draft"));
   },
 );
 

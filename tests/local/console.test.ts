@@ -19,6 +19,7 @@ import { testCredentials } from "../support/credentials.ts";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
 import { testRuntime } from "../support/runtime.ts";
 import { makeConfidential } from "../support/listing_access.ts";
+import { createLoiDeal } from "../support/loi.ts";
 import { asRole, createUser, type TestUser } from "../support/sql.ts";
 
 const db = await createTestDatabase();
@@ -376,6 +377,20 @@ sqlTest(
     assert.deepEqual(times, [...times].sort((a, b) => a - b));
     const page = await html(`/_local/deals/${dealId}`);
     assert.ok(page.includes("Console &lt;test&gt;"));
+
+    // A letter of intent's deal: in due diligence, its window and agreed terms on its page.
+    const loi = await createLoiDeal(db.pool);
+    const diligence = await html("/_local/deals?state=in_diligence");
+    assert.ok(diligence.includes(`href="/_local/deals/${loi.dealId}"`));
+    const loiPage = await html(`/_local/deals/${loi.dealId}`);
+    assert.match(loiPage, /Exclusive until<\/th>\s*<td>\d{4}-\d{2}-\d{2}/);
+    assert.ok(
+      loiPage.includes(
+        "cash at close 900.00 USD · holdback 100.00 for 30 days · inspection 10 days · exclusivity 14 days · 2 conditions",
+      ),
+      loiPage,
+    );
+    assert.ok(loiPage.includes("→ in_diligence (offer_accepted)"));
   },
 );
 

@@ -88,3 +88,20 @@ sqlTest(
     assert.equal(messages.length, 2);
   },
 );
+
+sqlTest(
+  "seed.sql holds a letter of intent: two versions, and a deal in due diligence",
+  async () => {
+    await db.pool.query(seed);
+    await db.pool.query(seed);
+    const { rows } = await db.pool.query(
+      `select o.status, o.proposed_by, d.status as deal_status, d.terms->>'cash_at_close' as cash
+     from public.offers o left join public.deals d on d.id = o.deal_id
+     where o.listing_id = '10000000-0000-4000-8000-000000000002' order by o.created_at, o.id`,
+    );
+    assert.deepEqual(rows, [
+      { status: "countered", proposed_by: "buyer", deal_status: null, cash: null },
+      { status: "accepted", proposed_by: "seller", deal_status: "in_diligence", cash: "19000.00" },
+    ]);
+  },
+);

@@ -24,6 +24,7 @@ export async function makeConfidential(
 const PATHS: Record<AccessRequestStatus, AccessRequestStatus[]> = {
   pending: [],
   approved: ["approved"],
+  suspended: ["approved", "suspended"],
   declined: ["declined"],
   withdrawn: ["withdrawn"],
   expired: ["expired"],

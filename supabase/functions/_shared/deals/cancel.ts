@@ -95,9 +95,13 @@ function answer(deal: DealRow, alreadyCancelled: boolean): CancelAnswer {
   };
 }
 
-/** 409 unless the deal still awaits payment (a cancelled one is answered before this). */
+/**
+ * 409 unless the deal still awaits payment, or is in due diligence (which
+ * takes no payment: nothing to stop at the processor). A cancelled one is
+ * answered before this.
+ */
 function refuseUnlessPending(deal: DealRow): void {
-  if (deal.status === "pending_payment") return;
+  if (deal.status === "pending_payment" || deal.status === "in_diligence") return;
   throw conflict(`Cannot cancel a deal that is ${deal.status.replace("_", " ")}`, {
     reason: "already_paid",
     status: deal.status,

@@ -6,6 +6,7 @@
  */
 import type Stripe from "stripe";
 import type { DealStatus } from "../../../../shared/deal_schemas.ts";
+import type { OfferTerms } from "../../../../shared/offer_terms.ts";
 import type { Sql } from "../platform/db.ts";
 
 /** A `public.deals` row (amounts as exact decimal strings). */
@@ -30,6 +31,10 @@ export interface DealRow {
   handover_completed_at: Date | null;
   /** How the handover completed; null before. */
   handover_completion: "buyer_confirmed" | "inspection_lapsed" | null;
+  /** The agreed letter-of-intent terms, frozen at acceptance; null for a plain offer's deal. */
+  terms: OfferTerms | null;
+  /** When the buyer's due-diligence exclusivity ends; null for a deal that never was in diligence. */
+  exclusive_until: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -39,7 +44,7 @@ export const DEAL_COLUMNS = `d.id, d.listing_id, d.buyer_id, d.seller_id, d.amou
   d.currency, d.status, d.commission::text as commission, d.funded_at, d.closed_at,
   d.payproc_payment_intent_id, d.payproc_checkout_session_id, d.payproc_charge_id,
   d.payment_status, d.payment_synced_at, d.handover_completed_at, d.handover_completion,
-  d.created_at, d.updated_at`;
+  d.terms, d.exclusive_until, d.created_at, d.updated_at`;
 
 /** The deal, or null; `lock` takes its row lock (inside a transaction). */
 export function findDeal(

@@ -48,6 +48,12 @@ export async function buyersPendingDeal(
 
 function requirePendingPayment(deal: DealRow): void {
   if (deal.status === "pending_payment") return;
+  if (deal.status === "in_diligence") {
+    throw conflict(
+      "Cannot take a payment yet: the buyer is in due diligence; confirm it first (rpc confirm_diligence)",
+      { reason: "in_diligence", status: deal.status },
+    );
+  }
   const paid = deal.status !== "cancelled";
   throw conflict(
     paid

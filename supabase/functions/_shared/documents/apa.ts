@@ -1,8 +1,9 @@
 /**
  * The asset purchase agreement of a deal (`generate-apa-pdf`):
  *
- * 1. Read, outside any transaction: the deal, its listing, both parties'
- *    profiles and the handover checklist (the assets) → {@linkcode ApaContent}.
+ * 1. Read, outside any transaction: the deal (with the letter-of-intent terms
+ *    agreed when it was made, if any), its listing, both parties' profiles
+ *    and the handover checklist (the assets) → {@linkcode ApaContent}.
  * 2. Render the PDF (`apa_pdf.ts`; equal content gives equal bytes) and hash it.
  * 3. Store it, unless this deal already has that hash: content-addressed at
  *    `<dealId>/apa/<sha256>.pdf` (an upsert of identical bytes is harmless,
@@ -22,7 +23,8 @@ import type { Sql } from "../platform/db.ts";
 import type { DealRow } from "../deals/deal_rows.ts";
 import { sha256Hex } from "../lib/hex.ts";
 import { storageError, storageFor } from "../platform/storage.ts";
-import type { ApaContent } from "./apa_content.ts";
+import { holdbackOf, type OfferTerms } from "../../../../shared/offer_terms.ts";
+import type { ApaContent, ApaTerms } from "./apa_content.ts";
 import { renderApaPdf } from "./apa_pdf.ts";
 import { dealTakingDocuments } from "./deal_access.ts";
 import { apaPath } from "./document_rows.ts";
@@ -72,7 +74,11 @@ export async function generateApa(
   };
 }
 
-/** What the agreement of `deal` says, read from the database. */
+/**
+ * What the agreement of `deal` says, read from the database. The deal's
+ * agreed terms (`deals.terms`) set the inspection period; without them it is
+ * `inspectionDays`. A deal in due diligence gets a draft.
+ */
 export async function apaContentOf(
   sql: Sql,
   deal: DealRow,
@@ -105,6 +111,8 @@ export async function apaContentOf(
     `select title, details from public.deal_handover_steps where deal_id = $1 order by position`,
     [deal.id],
   );
+  // Stored by offer_terms_checked(): every key present, checked (the deal's own row).
+  const agreed = deal.terms;
   const party = (name: string | null, email: string | null) => ({
     name: name?.trim() || email || "(no name given)",
     email: email ?? "(no e-mail address)",
@@ -121,7 +129,21 @@ export async function apaContentOf(
     sellerNet: minus(deal.amount, facts.commission),
     currency: deal.currency,
     assets: steps.map((step) => ({ title: step.title, details: step.details })),
-    inspectionDays,
+    inspectionDays: agreed?.inspection_days ?? inspectionDays,
+    terms: agreed === null ? null : apaTermsOf(agreed, deal.amount),
+    draft: deal.status === "in_diligence",
+  };
+}
+
+/** The agreement's view of stored terms on a deal of `price`: the holdback is the rest of the price. */
+function apaTermsOf(terms: OfferTerms, price: string): ApaTerms {
+  return {
+    cashAtClose: terms.cash_at_close,
+    holdback: holdbackOf(price, terms),
+    holdbackDays: terms.holdback_days,
+    exclusivityDays: terms.exclusivity_days,
+    proposedCloseDate: terms.proposed_close_date,
+    conditions: terms.conditions,
   };
 }
 

@@ -17,6 +17,26 @@ export interface ApaAsset {
   details: string | null;
 }
 
+/**
+ * The letter-of-intent terms the parties agreed before the deal (the frozen
+ * `deals.terms`), as the agreement states them. Amounts are major units as
+ * stored, in the agreement's currency.
+ */
+export interface ApaTerms {
+  /** Paid to the Seller when escrow releases the purchase price, e.g. "900.00". */
+  cashAtClose: string;
+  /** The rest of the purchase price, held back ("0.00" when none). */
+  holdback: string;
+  /** How long after the cash at close the holdback is released; 0 without a holdback. */
+  holdbackDays: number;
+  /** The Buyer's exclusivity for due diligence, in days from acceptance; 0 for none. */
+  exclusivityDays: number;
+  /** The closing date the parties proposed ("2027-01-31"), if any. */
+  proposedCloseDate: string | null;
+  /** Further conditions of the sale, in order (at most 10). */
+  conditions: string[];
+}
+
 /** Everything an agreement states about one deal; equal content renders equal bytes. */
 export interface ApaContent {
   dealId: string;
@@ -34,8 +54,15 @@ export interface ApaContent {
   currency: string;
   /** The handover checklist, in order: what is transferred. */
   assets: ApaAsset[];
-  /** Days the buyer has to inspect after the seller delivered everything. */
+  /**
+   * Days the buyer has to inspect after the seller delivered everything: the
+   * agreed `inspection_days` when the deal has terms, else the platform's.
+   */
   inspectionDays: number;
+  /** The agreed letter-of-intent terms; null for a deal made on a plain offer. */
+  terms: ApaTerms | null;
+  /** True while the Buyer is in due diligence: the agreement is a draft to review. */
+  draft: boolean;
 }
 
 /**

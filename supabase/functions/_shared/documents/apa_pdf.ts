@@ -1,6 +1,7 @@
 /**
  * The Asset Purchase Agreement of a deal as a PDF (A4, Helvetica): title and
- * dates, the parties, the listing, the consideration, the assets to transfer,
+ * dates, the parties, the listing, the consideration, the agreed
+ * letter-of-intent terms (when the deal has them), the assets to transfer,
  * the inspection period, the terms (`APA_TERMS`) and both signature blocks,
  * with "Page n of m" in every footer.
  *
@@ -18,7 +19,13 @@
  */
 import type { PDFDocument, PDFFont } from "pdf-lib";
 import { countOf, formatMoney, formatUtc } from "../lib/format.ts";
-import { APA_TERMS, type ApaAsset, type ApaContent, type ApaParty } from "./apa_content.ts";
+import {
+  APA_TERMS,
+  type ApaAsset,
+  type ApaContent,
+  type ApaParty,
+  type ApaTerms,
+} from "./apa_content.ts";
 import {
   Cursor,
   isWinAnsi,
@@ -43,6 +50,7 @@ export const APA_LIMITS = {
   url: 2000,
   details: 2000,
   amount: 40,
+  condition: 500,
 } as const;
 
 /** Width of the label column of "label: value" rows, and of list numbers. */
@@ -64,7 +72,8 @@ interface Styles {
 
 /**
  * The agreement for `apa` as PDF bytes. Throws a `RangeError` when a date is
- * invalid or the inspection period is not a whole number of days.
+ * invalid or the inspection period, the holdback or the exclusivity is not
+ * a whole number of days.
  */
 export async function renderApaPdf(apa: ApaContent): Promise<Uint8Array> {
   refuseInvalid(apa);
@@ -79,6 +88,7 @@ export async function renderApaPdf(apa: ApaContent): Promise<Uint8Array> {
   partiesSection(c, s, apa.seller, apa.buyer);
   listingSection(c, s, apa.listing);
   considerationSection(c, s, apa);
+  if (apa.terms !== null) agreedTermsSection(c, s, apa, apa.terms);
   assetsSection(c, s, apa.assets);
   inspectionSection(c, s, apa.inspectionDays);
   termsSection(c, s);
@@ -95,10 +105,17 @@ function refuseInvalid(apa: ApaContent): void {
       throw new RangeError(`Cannot render the agreement: ${name} is not a valid date`);
     }
   }
-  if (!Number.isInteger(apa.inspectionDays) || apa.inspectionDays < 0) {
-    throw new RangeError(
-      `Cannot render the agreement: inspectionDays "${apa.inspectionDays}" is not a whole number of days`,
-    );
+  const days: Array<[string, number]> = [["inspectionDays", apa.inspectionDays]];
+  if (apa.terms !== null) {
+    days.push(["holdbackDays", apa.terms.holdbackDays]);
+    days.push(["exclusivityDays", apa.terms.exclusivityDays]);
+  }
+  for (const [name, value] of days) {
+    if (!Number.isInteger(value) || value < 0) {
+      throw new RangeError(
+        `Cannot render the agreement: ${name} "${value}" is not a whole number of days`,
+      );
+    }
   }
 }
 
@@ -134,6 +151,7 @@ function titleBlock(c: Cursor, s: Styles, apa: ApaContent): void {
   field(c, s, "Payment into escrow", [
     apa.fundedAt === null ? "Not yet received" : `Received ${formatUtc(apa.fundedAt)}`,
   ]);
+  if (apa.draft) field(c, s, "Status", ["Draft for review during the Buyer's due diligence"]);
   c.gap(8);
   c.write(
     `This Asset Purchase Agreement (the "Agreement") is made on ${dateOnly(apa.agreementDate)} ` +
@@ -171,6 +189,56 @@ function considerationSection(c: Cursor, s: Styles, apa: ApaContent): void {
       "Seller receives the purchase price less the Marketplace commission: the net proceeds above.",
     s.body,
   );
+}
+
+/**
+ * The letter of intent's terms: cash at close, the holdback, the inspection
+ * and exclusivity periods, the proposed closing date and each condition,
+ * numbered and wrapped like the assets.
+ */
+function agreedTermsSection(c: Cursor, s: Styles, apa: ApaContent, terms: ApaTerms): void {
+  heading(c, s, "Agreed terms");
+  c.write(
+    `The parties agreed these terms in the Buyer's letter of intent, accepted on ` +
+      `${dateOnly(apa.agreementDate)}; they form part of this Agreement.`,
+    s.body,
+  );
+  c.gap(4);
+  field(c, s, "Cash at close", [money(terms.cashAtClose, apa.currency)]);
+  field(c, s, "Holdback", [
+    terms.holdbackDays === 0
+      ? "No holdback: the whole purchase price is paid at close"
+      : `${money(terms.holdback, apa.currency)}, released to the Seller ${
+        countOf(terms.holdbackDays, "day")
+      } after the cash at close`,
+  ]);
+  field(c, s, "Inspection period", [countOf(apa.inspectionDays, "day")]);
+  if (terms.exclusivityDays > 0) {
+    field(c, s, "Exclusivity", [
+      `${countOf(terms.exclusivityDays, "day")} from acceptance, for the Buyer's due diligence`,
+    ]);
+  }
+  if (terms.proposedCloseDate !== null) {
+    field(c, s, "Proposed closing date", [
+      pdfSafeText(terms.proposedCloseDate, { maxLength: APA_LIMITS.id }),
+    ]);
+  }
+  if (terms.conditions.length === 0) {
+    field(c, s, "Conditions", ["None"]);
+    return;
+  }
+  c.gap(4);
+  c.room(s.strong.leading + s.body.leading);
+  c.write("The sale is subject to these conditions:", s.strong);
+  terms.conditions.forEach((condition, i) => {
+    c.gap(4);
+    numbered(
+      c,
+      s.body,
+      i + 1,
+      pdfSafeText(condition, { maxLength: APA_LIMITS.condition, multiline: true }),
+    );
+  });
 }
 
 function assetsSection(c: Cursor, s: Styles, assets: ApaAsset[]): void {

@@ -1,7 +1,9 @@
 /**
  * Which deals take documents: every deal but a cancelled or refunded one
- * (nothing is being transferred any more). A completed deal still does:
- * proofs of transfer arrive after the payout too.
+ * (nothing is being transferred any more). The data room opens with the
+ * deal, so during due diligence (`in_diligence`, an accepted letter of
+ * intent) both sides already exchange files and the agreement's draft. A
+ * completed deal still does: proofs of transfer arrive after the payout too.
  *
  * @module
  */

@@ -16,7 +16,11 @@ export const REMINDER_AFTER_MS = 24 * 60 * 60 * 1000;
 /** `dealId` as a filter parameter: null means every deal. */
 type DealFilter = string | null;
 
-/** Funded deals whose agreement exists: their handover starts. */
+/**
+ * Funded deals whose agreement exists: their handover starts. The agreement
+ * is one generated once the deal was funded — a draft printed during due
+ * diligence, or before the payment, says the price is not yet received.
+ */
 export async function dealsToStart(sql: Sql, dealId: DealFilter = null): Promise<string[]> {
   const rows = await sql.query<{ id: string }>(
     `select d.id from public.deals d
@@ -24,6 +28,7 @@ export async function dealsToStart(sql: Sql, dealId: DealFilter = null): Promise
        and exists (
          select 1 from public.deal_documents dd
          where dd.deal_id = d.id and dd.kind = 'apa' and dd.status = 'uploaded'
+           and dd.created_at >= d.funded_at
        )
      order by d.id
      limit $2`,
@@ -34,8 +39,9 @@ export async function dealsToStart(sql: Sql, dealId: DealFilter = null): Promise
 
 /**
  * Deals in handover whose every step is delivered or confirmed, with some
- * delivered ones the buyer neither confirmed nor disputed within
- * `inspectionDays` of the last delivery: those are confirmed now.
+ * delivered ones the buyer neither confirmed nor disputed within the
+ * inspection period of the last delivery — the deal's agreed
+ * `inspection_days` (`deals.terms`), else `inspectionDays` — are confirmed now.
  */
 export async function dealsWithLapsedInspection(
   sql: Sql,
@@ -51,7 +57,8 @@ export async function dealsWithLapsedInspection(
      group by d.id
      having bool_and(s.status in ('delivered', 'confirmed'))
         and bool_or(s.status = 'delivered')
-        and max(s.delivered_at) <= $1::timestamptz - make_interval(days => $2)
+        and max(s.delivered_at) <= $1::timestamptz
+          - make_interval(days => coalesce((d.terms ->> 'inspection_days')::integer, $2))
      order by d.id
      limit $4`,
     [now, inspectionDays, dealId, HANDOVER_BATCH],

@@ -5,10 +5,12 @@
  *
  * 1. Uploads: pending uploads whose object exists are confirmed; those whose
  *    signed URL lapsed unused are expired.
- * 2. Start: a funded deal whose agreement exists moves to `in_handover`.
+ * 2. Start: a funded deal whose agreement (generated once it was funded)
+ *    exists moves to `in_handover`.
  * 3. Inspection: in a deal whose steps are all delivered or confirmed, the
- *    delivered ones the buyer neither confirmed nor disputed within
- *    `HANDOVER_INSPECTION_DAYS` of the last delivery are confirmed, with
+ *    delivered ones the buyer neither confirmed nor disputed within the
+ *    deal's agreed `inspection_days` (`HANDOVER_INSPECTION_DAYS` for a deal
+ *    without terms) of the last delivery are confirmed, with
  *    `confirmation = inspection_lapsed`.
  * 4. Completion: a deal in handover whose every step is confirmed is stamped
  *    ready for payout (`handover_completed_at`, `handover_completion`), and

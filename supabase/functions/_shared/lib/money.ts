@@ -5,26 +5,7 @@
  *
  * @module
  */
-
-/** Currencies whose minor unit is the major unit (the processor's zero-decimal list). */
-const ZERO_DECIMAL = new Set([
-  "BIF",
-  "CLP",
-  "DJF",
-  "GNF",
-  "JPY",
-  "KMF",
-  "KRW",
-  "MGA",
-  "PYG",
-  "RWF",
-  "UGX",
-  "VND",
-  "VUV",
-  "XAF",
-  "XOF",
-  "XPF",
-]);
+import { ZERO_DECIMAL_CURRENCIES as ZERO_DECIMAL } from "../../../../shared/currencies.ts";
 
 /** `1999, "usd"` → `"19.99"`; `500, "jpy"` → `"500.00"`. Exact (string arithmetic), for numeric columns. */
 export function fromMinorUnits(amount: number, currency: string): string {

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import {
   APA_TERMS,
   type ApaContent,
+  type ApaTerms,
 } from "../../../../supabase/functions/_shared/documents/apa_content.ts";
 import {
   APA_PAGE,
@@ -27,6 +28,21 @@ function content(overrides: Partial<ApaContent> = {}): ApaContent {
       { title: "Hosting", details: null },
     ],
     inspectionDays: 7,
+    terms: null,
+    draft: false,
+    ...overrides,
+  };
+}
+
+/** Agreed letter-of-intent terms: 1350.00 at close, 150.00 held back. */
+function terms(overrides: Partial<ApaTerms> = {}): ApaTerms {
+  return {
+    cashAtClose: "1350.00",
+    holdback: "150.00",
+    holdbackDays: 30,
+    exclusivityDays: 14,
+    proposedCloseDate: "2027-01-31",
+    conditions: ["Seller hands over the domain", "Revenue verified"],
     ...overrides,
   };
 }
@@ -261,4 +277,92 @@ Deno.test("renderApaPdf() keeps the signatures section on one page wherever it f
     if (!page?.includes("Signed by the Seller") || !page.includes("Date Date")) splits.push(n);
   }
   assert.deepEqual(splits, []);
+});
+
+Deno.test("renderApaPdf() states agreed terms after the consideration, only when there are some", async () => {
+  const plain = await pdfText(await renderApaPdf(content()));
+  for (const absent of ["Agreed terms", "Cash at close", "Holdback", "Draft"]) {
+    assert.ok(!plain.text.includes(absent), absent);
+  }
+
+  const { text } = await pdfText(
+    await renderApaPdf(content({ terms: terms(), inspectionDays: 10, draft: true })),
+  );
+  for (
+    const expected of [
+      "Status Draft for review during the Buyer's due diligence\n",
+      "Cash at close $1,350.00\n",
+      "Holdback $150.00, released to the Seller 30 days after the cash at close\n",
+      "Inspection period 10 days\n",
+      "Exclusivity 14 days from acceptance, for the Buyer's due diligence\n",
+      "Proposed closing date 2027-01-31\n",
+      "The sale is subject to these conditions:\n1. Seller hands over the domain\n2. Revenue verified\n",
+    ]
+  ) {
+    assert.ok(text.includes(expected), `${expected} in:\n${text}`);
+  }
+  assert.ok(flat(text).includes("The Buyer has 10 days to inspect the assets"));
+  const order = ["Consideration", "Agreed terms", "Assets to transfer", "Inspection period\n"];
+  const at = order.map((heading) => text.indexOf(heading));
+  assert.deepEqual([...at].sort((a, b) => a - b), at, "the section follows the consideration");
+});
+
+Deno.test("renderApaPdf() says when the terms hold nothing back and name no date or condition", async () => {
+  const { text } = await pdfText(
+    await renderApaPdf(content({
+      currency: "JPY",
+      price: "150000.00",
+      commission: "15000.00",
+      sellerNet: "135000.00",
+      terms: terms({
+        cashAtClose: "150000.00",
+        holdback: "0.00",
+        holdbackDays: 0,
+        exclusivityDays: 0,
+        proposedCloseDate: null,
+        conditions: [],
+      }),
+    })),
+  );
+  assert.ok(text.includes("Cash at close ¥150,000\n"), text);
+  assert.ok(text.includes("Holdback No holdback: the whole purchase price is paid at close\n"));
+  assert.ok(text.includes("Conditions None\n"));
+  for (const absent of ["Exclusivity", "Proposed closing date", "subject to these conditions"]) {
+    assert.ok(!text.includes(absent), absent);
+  }
+});
+
+Deno.test("renderApaPdf() wraps ten long conditions inside the margins and prints them as text", async () => {
+  const conditions = Array.from(
+    { length: 10 },
+    (_, i) => `Condition ${i + 1}: ${"the seller keeps the service running ".repeat(12)}(end) Tj`,
+  );
+  const bytes = await renderApaPdf(content({ terms: terms({ conditions }) }));
+  const { text } = await pdfText(bytes);
+  conditions.forEach((condition, i) => {
+    assert.ok(flat(text).includes(`${i + 1}. ${condition.trim()}`), `condition ${i + 1}`);
+    assert.ok(!text.includes(condition), `condition ${i + 1} is wrapped`);
+  });
+  const streams = await pdfContentStreams(bytes);
+  assert.ok(!streams.some((s) => s.includes("(end) Tj")));
+  const { margin } = APA_PAGE;
+  for (const page of await pdfRuns(bytes)) {
+    for (const run of page.runs.filter((r) => r.str !== "")) {
+      assert.ok(run.x + run.width <= page.width - margin.right + 0.01, `${run.str} runs off`);
+      assert.ok(run.y > 0 && run.y <= page.height - margin.top, run.str);
+    }
+  }
+  // A condition longer than the limit is cut with "…".
+  const cut = await pdfText(
+    await renderApaPdf(content({ terms: terms({ conditions: ["c ".repeat(400)] }) })),
+  );
+  assert.ok(flat(cut.text).includes(`1. ${"c ".repeat(249)}c…`));
+});
+
+Deno.test("renderApaPdf() refuses agreed days that are not whole", async () => {
+  await assert.rejects(renderApaPdf(content({ terms: terms({ holdbackDays: 1.5 }) })), RangeError);
+  await assert.rejects(
+    renderApaPdf(content({ terms: terms({ exclusivityDays: -1 }) })),
+    RangeError,
+  );
 });
