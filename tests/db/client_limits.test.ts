@@ -373,6 +373,7 @@ sqlTest("client_limits: admins read the limits; nobody else reads or writes them
       { name: "listing_view:client", max_hits: 300, window_seconds: 3600 },
       { name: "message:per_day", max_hits: 300, window_seconds: 86400 },
       { name: "message:per_minute", max_hits: 20, window_seconds: 60 },
+      { name: "offer_counter:per_day", max_hits: 50, window_seconds: 86400 },
     ]);
     await rejectsWith(c, "42501", "update public.client_limits set max_hits = 1000");
     await c.query("select * from public.contact_ceiling_hits");

@@ -14,6 +14,7 @@
  */
 import assert from "node:assert/strict";
 import pg from "pg";
+import { FUNCTION_NAMES } from "../../shared/function_names.ts";
 import { withBrowser } from "../support/browser.ts";
 import { createEmptyDatabase } from "../support/db.ts";
 import { startLocalStack } from "../support/local_stack.ts";
@@ -172,7 +173,7 @@ Deno.test({
           // deno-lint-ignore no-explicit-any
           (globalThis as any).document.querySelectorAll('td a[href^="/_local/functions/"]').length
         );
-        assert.equal(listed, 48);
+        assert.equal(listed, FUNCTION_NAMES.length, "every function");
         await page.screenshot("console-functions");
         await page.click('a[href="/_local/functions/cancel-deal"]');
         assert.match(await page.innerText("pre"), /curl -X POST .*\/functions\/v1\/cancel-deal/);
