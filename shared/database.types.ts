@@ -3071,6 +3071,7 @@ export type Database = {
           p_actor?: string;
           p_cause: string;
           p_deal: string;
+          p_detail?: Json;
           p_payproc_object?: string;
           p_to: string;
         };

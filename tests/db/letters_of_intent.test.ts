@@ -16,6 +16,7 @@ import {
 } from "../support/listing_access.ts";
 import {
   ageDiligence,
+  counterOffer,
   dealEvents,
   dealOf,
   LOI_TERMS,
@@ -84,7 +85,7 @@ function counter(
   terms: object | null = LOI_TERMS,
   message: string | null = null,
 ): Promise<string> {
-  return callAs<string>(as(who), COUNTER, [offerId, amount, JSON.stringify(terms), message]);
+  return counterOffer(db.pool, who, offerId, amount, terms, message);
 }
 
 /**
@@ -939,5 +940,103 @@ sqlTest(
       dealId,
     ]);
     assert.equal(closed.code, "PT409");
+  },
+);
+
+sqlTest(
+  "races: two counters of one version, or a counter racing its author's withdrawal — one move",
+  async () => {
+    for (let round = 0; round < 3; round++) {
+      const where = await listing();
+      const v1 = await makeLoiOffer(db.pool, buyer, where.id);
+      const counters = await raceCalls(db.url, [
+        { who: as(seller), sql: COUNTER, params: [v1, "1300.00", null, null] },
+        { who: as(seller), sql: COUNTER, params: [v1, "1400.00", null, null] },
+      ]);
+      assert.equal(counters.filter((r) => r.status === "fulfilled").length, 1, `round ${round}`);
+      assert.deepEqual(counters.filter((r) => r.status === "rejected").map(settledCode), ["PT409"]);
+      assert.equal(
+        await count("select count(*) from public.offers where parent_offer_id = $1", [v1]),
+        1,
+      );
+
+      const other = await listing();
+      const first = await makeLoiOffer(db.pool, buyer, other.id);
+      const moves = await raceCalls(db.url, [
+        { who: as(seller), sql: COUNTER, params: [first, "1300.00", null, null] },
+        { who: as(buyer), sql: WITHDRAW, params: [first] },
+      ]);
+      assert.equal(moves.filter((r) => r.status === "fulfilled").length, 1, `round ${round}`);
+      assert.deepEqual(moves.filter((r) => r.status === "rejected").map(settledCode), ["PT409"]);
+      const status = (await offerOf(db.pool, first)).status;
+      const versions = await count("select count(*) from public.offers where listing_id = $1", [
+        other.id,
+      ]);
+      assert.deepEqual(
+        [status, versions],
+        status === "countered" ? ["countered", 2] : ["withdrawn", 1],
+      );
+    }
+  },
+);
+
+sqlTest(
+  "races: the seller approving another buyer's access while accepting an LOI — that access never stays approved",
+  async () => {
+    for (let round = 0; round < 3; round++) {
+      const where = await listing(true);
+      await accessRequest(db.pool, where.id, buyer.id, "approved");
+      const pending = await accessRequest(db.pool, where.id, rival.id, "pending");
+      const offerId = await makeLoiOffer(db.pool, buyer, where.id);
+      const results = await raceCalls(db.url, [
+        { who: as(seller), sql: ACCEPT, params: [offerId] },
+        {
+          who: as(seller),
+          sql: "select public.decide_listing_access($1, true)",
+          params: [pending],
+        },
+      ]);
+      assert.equal(results[0]!.status, "fulfilled");
+      const status = await requestStatus(db.pool, pending);
+      if (results[1]!.status === "fulfilled") {
+        assert.equal(status, "suspended", "approved first, then suspended by the accept");
+      } else {
+        assert.equal(settledCode(results[1]!), "42501");
+        assert.equal((results[1]!.reason as { hint?: string }).hint, LISTING_UNDER_LOI);
+        assert.equal(status, "pending");
+      }
+      assert.equal(
+        await callAs(SERVICE, "select public.has_listing_access($1, $2)", [where.id, rival.id]),
+        false,
+      );
+      assert.deepEqual(await accessBuyersOutOfSync(db.pool), []);
+    }
+  },
+);
+
+sqlTest(
+  "races: an extension racing the lapse of an overdue window — never extended; lapsed, or left for the next run",
+  async () => {
+    const { dealId } = await diligenceDeal();
+    await ageDiligence(db.pool, dealId);
+    const results = await raceCalls(db.url, [
+      { who: as(seller), sql: EXTEND, params: [dealId, 5] },
+      { who: SERVICE, sql: "select public.lapse_deal_exclusivity($1) as lapsed", params: [dealId] },
+    ]);
+    assert.equal(settledCode(results[0]!), "PT409", "an ended window is not extended");
+    const deal = await dealOf(db.pool, dealId);
+    assert.equal(
+      deal.status,
+      results[1]!.status === "fulfilled" && results[1]!.value[0]?.lapsed
+        ? "cancelled"
+        : "in_diligence",
+    );
+    assert.equal(
+      await count(
+        "select count(*) from public.deal_events where deal_id = $1 and cause = 'exclusivity_extended'",
+        [dealId],
+      ),
+      0,
+    );
   },
 );

@@ -16,7 +16,7 @@ import {
   notificationsSetup,
   type TestNotification,
 } from "../support/notifications.ts";
-import { dealOf } from "../support/loi.ts";
+import { counterOffer, dealOf, makeLoiOffer } from "../support/loi.ts";
 import { invoke } from "../support/runtime.ts";
 import { createUser, type TestUser, valueAs } from "../support/sql.ts";
 
@@ -67,12 +67,7 @@ function offer(
   amount: string,
   terms: Record<string, unknown> | null,
 ): Promise<string> {
-  return rpc<string>(
-    buyer,
-    `insert into public.offers (listing_id, amount, currency, message, terms)
-     values ($1, $2, 'USD', 'Hello', $3::jsonb) returning id`,
-    [listing.id, amount, terms === null ? null : JSON.stringify(terms)],
-  );
+  return makeLoiOffer(db.pool, buyer, listing.id, amount, terms, "Hello");
 }
 
 /** `who` counters version `offerId`; answers the new version's id. */
@@ -83,12 +78,7 @@ function counter(
   terms: Record<string, unknown> | null,
   message: string | null = null,
 ): Promise<string> {
-  return rpc<string>(who, "select public.counter_offer($1, $2::numeric, $3::jsonb, $4)", [
-    offerId,
-    amount,
-    terms === null ? null : JSON.stringify(terms),
-    message,
-  ]);
+  return counterOffer(db.pool, who, offerId, amount, terms, message);
 }
 
 /** `who` accepts version `offerId`; answers the deal's id. */

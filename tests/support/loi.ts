@@ -61,18 +61,12 @@ export async function createLoiDeal(
   const buyer = options.buyer ?? await createUser(pool);
   const listing = await createListing(pool, seller.id, "approved");
   const terms = options.terms === undefined ? LOI_TERMS : options.terms;
-  const [offer] = await queryAs<{ id: string }>(
-    pool,
-    buyer,
-    `insert into public.offers (listing_id, amount, currency, terms)
-     values ($1, $2, 'USD', $3::jsonb) returning id`,
-    [listing.id, options.amount ?? "1000.00", terms === null ? null : JSON.stringify(terms)],
-  );
+  const offerId = await makeLoiOffer(pool, buyer, listing.id, options.amount, terms);
   const accept = "select public.accept_offer($1) as deal_id";
   const rows = options.acceptedBy === "service"
-    ? (await pool.query<{ deal_id: string }>(accept, [offer!.id])).rows
-    : await queryAs<{ deal_id: string }>(pool, seller, accept, [offer!.id]);
-  return { listingId: listing.id, offerId: offer!.id, dealId: rows[0]!.deal_id, seller, buyer };
+    ? (await pool.query<{ deal_id: string }>(accept, [offerId])).rows
+    : await queryAs<{ deal_id: string }>(pool, seller, accept, [offerId]);
+  return { listingId: listing.id, offerId, dealId: rows[0]!.deal_id, seller, buyer };
 }
 
 /** The deal of a letter of intent as the deal helpers take it (`createDeal`'s shape). */
@@ -96,15 +90,38 @@ export async function makeLoiOffer(
   listingId: string,
   amount = "1000.00",
   terms: object | null = LOI_TERMS,
+  message: string | null = null,
 ): Promise<string> {
   const [offer] = await queryAs<{ id: string }>(
     pool,
     buyer,
-    `insert into public.offers (listing_id, amount, currency, terms)
-     values ($1, $2, 'USD', $3::jsonb) returning id`,
-    [listingId, amount, terms === null ? null : JSON.stringify(terms)],
+    `insert into public.offers (listing_id, amount, currency, terms, message)
+     values ($1, $2, 'USD', $3::jsonb, $4) returning id`,
+    [listingId, amount, terms === null ? null : JSON.stringify(terms), message],
   );
   return offer!.id;
+}
+
+/**
+ * `who` answers version `offerId` with a counter-offer of `amount` and
+ * `terms` (null: a plain offer) through `counter_offer`, and commits;
+ * answers the new version's id.
+ */
+export async function counterOffer(
+  pool: pg.Pool,
+  who: TestUser,
+  offerId: string,
+  amount: string,
+  terms: object | null = LOI_TERMS,
+  message: string | null = null,
+): Promise<string> {
+  const [row] = await queryAs<{ id: string }>(
+    pool,
+    who,
+    "select public.counter_offer($1, $2::numeric, $3::jsonb, $4) as id",
+    [offerId, amount, terms === null ? null : JSON.stringify(terms), message],
+  );
+  return row!.id;
 }
 
 /** An offer version as stored. */

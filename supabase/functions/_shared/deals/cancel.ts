@@ -69,13 +69,10 @@ export async function cancelDeal(ctx: Context, request: CancelRequest): Promise<
       ) {
         return "changed" as const;
       }
-      await transitionDeal(sql, deal.id, "cancelled", "cancelled", { actor: request.actor });
-      // The reason goes on the audit row the transition just wrote.
-      await sql.query(
-        `update public.deal_events set detail = $2::jsonb
-         where id = (select max(id) from public.deal_events where deal_id = $1)`,
-        [deal.id, JSON.stringify({ reason: request.reason ?? null, payment })],
-      );
+      await transitionDeal(sql, deal.id, "cancelled", "cancelled", {
+        actor: request.actor,
+        detail: { reason: request.reason ?? null, payment },
+      });
       return "cancelled" as const;
     });
     if (cancelled === "already") return answer(deal, true);

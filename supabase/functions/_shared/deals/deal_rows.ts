@@ -105,6 +105,8 @@ export interface TransitionOptions {
   payprocObject?: string | null;
   /** The user who caused it. */
   actor?: string | null;
+  /** Why, as the mover says it (the audit row's `detail`, a JSON object). */
+  detail?: Record<string, unknown>;
 }
 
 /**
@@ -119,8 +121,15 @@ export async function transitionDeal(
   options: TransitionOptions = {},
 ): Promise<DealRow> {
   return await sql.one<DealRow>(
-    `select ${DEAL_COLUMNS} from public.transition_deal($1, $2, $3, $4, $5) d`,
-    [dealId, to, cause, options.payprocObject ?? null, options.actor ?? null],
+    `select ${DEAL_COLUMNS} from public.transition_deal($1, $2, $3, $4, $5, $6::jsonb) d`,
+    [
+      dealId,
+      to,
+      cause,
+      options.payprocObject ?? null,
+      options.actor ?? null,
+      JSON.stringify(options.detail ?? {}),
+    ],
   );
 }
 
