@@ -102,6 +102,11 @@ export const OPENAPI_EXAMPLES: { [N in FunctionName]: OpenApiExample<N> } = {
   "payment-status": { dealId: DEAL },
   "refund-deal-payment": { dealId: DEAL, reason: "Assets were never transferred" },
   "release-deal-payout": { dealId: DEAL },
+  "resolve-deal-case": {
+    caseId: "6f1c2d3e-4b5a-4c7d-8e9f-0a1b2c3d4e5f",
+    outcome: "partial_refund",
+    refundAmount: "250.00",
+  },
   "auth-email-webhook": {
     user: { id: USER, email: "new.user@example.com", user_metadata: {} },
     email_data: {

@@ -28,6 +28,8 @@ import {
   PaymentStatusOutput,
   RefundDealPaymentInput,
   ReleaseDealPayoutInput,
+  ResolveDealCaseInput,
+  ResolveDealCaseOutput,
 } from "./deal_schemas.ts";
 import {
   CreateUploadUrlInput,
@@ -184,9 +186,9 @@ export const CATALOG = {
     access: "scheduled",
     group: "deals",
     summary:
-      "Cancels deals whose due-diligence exclusivity lapsed and tells both sides (every 15 minutes)",
+      "Enforces deal deadlines: lapsed exclusivity, case escalations and outcomes, automatic payout and holdback releases (every 15 minutes)",
     beyondInterface:
-      "An accepted letter of intent gives the buyer an exclusivity window that ends by time alone, with no request in the path; something must cancel the deal and reopen the listing when it lapses",
+      "Exclusivity windows, inspection windows, holdbacks and dispute cases end by time alone, with no request in the path; something must cancel, escalate and release when they do",
     output: JobAnswer,
   },
   "payment-status": {
@@ -210,6 +212,16 @@ export const CATALOG = {
     summary: "Releases a deal's payout (amount minus commission) to the seller",
     input: ReleaseDealPayoutInput,
     output: DealSettlementOutput,
+  },
+  "resolve-deal-case": {
+    access: "admin",
+    group: "deals",
+    summary:
+      "Decides an escalated dispute case (release, refund or partial refund) and moves its money",
+    beyondInterface:
+      "Dispute cases escalate to an admin after 7 days without a settlement; the admin's decision moves money at the processor, which an RPC cannot do",
+    input: ResolveDealCaseInput,
+    output: ResolveDealCaseOutput,
   },
   "auth-email-webhook": {
     access: "webhook",
@@ -291,9 +303,9 @@ export const CATALOG = {
     access: "scheduled",
     group: "notifications",
     summary:
-      "Writes the notices access requests, decisions, unread messages, reports, offers and deals in due diligence owe, once each (every minute)",
+      "Writes the notices access requests, decisions, unread messages, reports, offers, deals in due diligence, accepted deliveries and dispute cases owe, once each (every minute)",
     beyondInterface:
-      "Confidential listings, conversations, offers and due diligence change state through RPCs with no function in the path; this delivers what those changes owe users (e-mail needs a function)",
+      "Confidential listings, conversations, offers, due diligence, deliveries and dispute cases change state through RPCs with no function in the path; this delivers what those changes owe users (e-mail needs a function)",
     output: JobAnswer,
   },
   "send-resubmission-notification": {

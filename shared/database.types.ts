@@ -430,6 +430,91 @@ export type Database = {
         };
         Relationships: [];
       };
+      deal_cases: {
+        Row: {
+          buyer_outcome: string | null;
+          buyer_refund_amount: number | null;
+          created_at: string;
+          deal_id: string;
+          details: string;
+          escalated_at: string | null;
+          escalated_by: string | null;
+          id: string;
+          money_moved_at: string | null;
+          negotiate_until: string;
+          opened_by: string | null;
+          opened_by_side: string;
+          outcome: string | null;
+          phase: string | null;
+          reason: string;
+          refund_amount: number | null;
+          resolution: string | null;
+          resolved_at: string | null;
+          resolved_by: string | null;
+          seller_outcome: string | null;
+          seller_refund_amount: number | null;
+          status: string;
+          updated_at: string;
+        };
+        Insert: {
+          buyer_outcome?: never;
+          buyer_refund_amount?: never;
+          created_at?: never;
+          deal_id?: never;
+          details?: never;
+          escalated_at?: never;
+          escalated_by?: never;
+          id?: never;
+          money_moved_at?: never;
+          negotiate_until?: never;
+          opened_by?: never;
+          opened_by_side?: never;
+          outcome?: never;
+          phase?: never;
+          reason?: never;
+          refund_amount?: never;
+          resolution?: never;
+          resolved_at?: never;
+          resolved_by?: never;
+          seller_outcome?: never;
+          seller_refund_amount?: never;
+          status?: never;
+          updated_at?: never;
+        };
+        Update: {
+          buyer_outcome?: never;
+          buyer_refund_amount?: never;
+          created_at?: never;
+          deal_id?: never;
+          details?: never;
+          escalated_at?: never;
+          escalated_by?: never;
+          id?: never;
+          money_moved_at?: never;
+          negotiate_until?: never;
+          opened_by?: never;
+          opened_by_side?: never;
+          outcome?: never;
+          phase?: never;
+          reason?: never;
+          refund_amount?: never;
+          resolution?: never;
+          resolved_at?: never;
+          resolved_by?: never;
+          seller_outcome?: never;
+          seller_refund_amount?: never;
+          status?: never;
+          updated_at?: never;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "deal_cases_deal_id_fkey";
+            columns: ["deal_id"];
+            referencedRelation: "deals";
+            referencedColumns: ["id"];
+          },
+        ];
+      };
       deal_documents: {
         Row: {
           content_type: string;
@@ -679,7 +764,9 @@ export type Database = {
           payproc_charge_id: string | null;
           payproc_payment_intent_id: string;
           payproc_refund_id: string | null;
+          payproc_refund_ids: string[];
           reason: string;
+          refund_round: number;
           refunded_at: string | null;
           status: string;
           updated_at: string;
@@ -694,7 +781,9 @@ export type Database = {
           payproc_charge_id?: never;
           payproc_payment_intent_id?: never;
           payproc_refund_id?: never;
+          payproc_refund_ids?: never;
           reason?: never;
+          refund_round?: never;
           refunded_at?: never;
           status?: never;
           updated_at?: never;
@@ -709,7 +798,9 @@ export type Database = {
           payproc_charge_id?: never;
           payproc_payment_intent_id?: never;
           payproc_refund_id?: never;
+          payproc_refund_ids?: never;
           reason?: never;
+          refund_round?: never;
           refunded_at?: never;
           status?: never;
           updated_at?: never;
@@ -731,11 +822,14 @@ export type Database = {
           commission: number | null;
           created_at: string;
           currency: string;
+          delivery_accepted_at: string | null;
           exclusive_until: string | null;
           funded_at: string | null;
           handover_completed_at: string | null;
           handover_completion: string | null;
+          holdback_release_at: string | null;
           id: string;
+          inspection_ends_at: string | null;
           listing_id: string;
           offer_id: string | null;
           payment_status: string | null;
@@ -747,6 +841,7 @@ export type Database = {
           status: string;
           terms: Json | null;
           updated_at: string;
+          deal_holdback_gross: number | null;
         };
         Insert: {
           amount?: never;
@@ -755,11 +850,14 @@ export type Database = {
           commission?: never;
           created_at?: never;
           currency?: never;
+          delivery_accepted_at?: never;
           exclusive_until?: never;
           funded_at?: never;
           handover_completed_at?: never;
           handover_completion?: never;
+          holdback_release_at?: never;
           id?: never;
+          inspection_ends_at?: never;
           listing_id?: never;
           offer_id?: never;
           payment_status?: never;
@@ -779,11 +877,14 @@ export type Database = {
           commission?: never;
           created_at?: never;
           currency?: never;
+          delivery_accepted_at?: never;
           exclusive_until?: never;
           funded_at?: never;
           handover_completed_at?: never;
           handover_completion?: never;
+          holdback_release_at?: never;
           id?: never;
+          inspection_ends_at?: never;
           listing_id?: never;
           offer_id?: never;
           payment_status?: never;
@@ -2208,6 +2309,42 @@ export type Database = {
       };
     };
     Functions: {
+      accept_delivery: {
+        Args: { p_deal: string };
+        Returns: {
+          amount: number;
+          buyer_id: string;
+          closed_at: string | null;
+          commission: number | null;
+          created_at: string;
+          currency: string;
+          delivery_accepted_at: string | null;
+          exclusive_until: string | null;
+          funded_at: string | null;
+          handover_completed_at: string | null;
+          handover_completion: string | null;
+          holdback_release_at: string | null;
+          id: string;
+          inspection_ends_at: string | null;
+          listing_id: string;
+          offer_id: string | null;
+          payment_status: string | null;
+          payment_synced_at: string | null;
+          payproc_charge_id: string | null;
+          payproc_checkout_session_id: string | null;
+          payproc_payment_intent_id: string | null;
+          seller_id: string;
+          status: string;
+          terms: Json | null;
+          updated_at: string;
+        };
+        SetofOptions: {
+          from: "*";
+          to: "deals";
+          isOneToOne: true;
+          isSetofReturn: false;
+        };
+      };
       accept_offer: { Args: { p_offer: string }; Returns: string };
       add_default_handover_steps: {
         Args: { p_deal: string };
@@ -2313,11 +2450,14 @@ export type Database = {
           commission: number | null;
           created_at: string;
           currency: string;
+          delivery_accepted_at: string | null;
           exclusive_until: string | null;
           funded_at: string | null;
           handover_completed_at: string | null;
           handover_completion: string | null;
+          holdback_release_at: string | null;
           id: string;
+          inspection_ends_at: string | null;
           listing_id: string;
           offer_id: string | null;
           payment_status: string | null;
@@ -2406,11 +2546,14 @@ export type Database = {
           commission: number | null;
           created_at: string;
           currency: string;
+          delivery_accepted_at: string | null;
           exclusive_until: string | null;
           funded_at: string | null;
           handover_completed_at: string | null;
           handover_completion: string | null;
+          holdback_release_at: string | null;
           id: string;
+          inspection_ends_at: string | null;
           listing_id: string;
           offer_id: string | null;
           payment_status: string | null;
@@ -2486,8 +2629,27 @@ export type Database = {
           keep_id: string;
         }[];
       };
+      deal_case_outcome_checked: {
+        Args: {
+          p_case: Database["public"]["Tables"]["deal_cases"]["Row"];
+          p_outcome: string;
+          p_refund_amount: number;
+        };
+        Returns: number;
+      };
       deal_commission: {
         Args: { p_amount: number; p_currency: string; p_seller: string };
+        Returns: number;
+      };
+      deal_held_amount: { Args: { p_deal: string }; Returns: number };
+      deal_holdback_gross: {
+        Args: { p_deal: Database["public"]["Tables"]["deals"]["Row"] };
+        Returns: number;
+      };
+      deal_release_hold: { Args: { p_deal: string }; Returns: string };
+      deal_side_of: { Args: { p_deal: string }; Returns: string };
+      deal_transfer_amount: {
+        Args: { p_deal: string; p_kind: string };
         Returns: number;
       };
       deal_transition_allowed: {
@@ -2557,6 +2719,40 @@ export type Database = {
           isSetofReturn: false;
         };
       };
+      escalate_deal_case: {
+        Args: { p_case: string };
+        Returns: {
+          buyer_outcome: string | null;
+          buyer_refund_amount: number | null;
+          created_at: string;
+          deal_id: string;
+          details: string;
+          escalated_at: string | null;
+          escalated_by: string | null;
+          id: string;
+          money_moved_at: string | null;
+          negotiate_until: string;
+          opened_by: string | null;
+          opened_by_side: string;
+          outcome: string | null;
+          phase: string | null;
+          reason: string;
+          refund_amount: number | null;
+          resolution: string | null;
+          resolved_at: string | null;
+          resolved_by: string | null;
+          seller_outcome: string | null;
+          seller_refund_amount: number | null;
+          status: string;
+          updated_at: string;
+        };
+        SetofOptions: {
+          from: "*";
+          to: "deal_cases";
+          isOneToOne: true;
+          isSetofReturn: false;
+        };
+      };
       expire_deal_uploads: {
         Args: { p_now: string };
         Returns: {
@@ -2597,11 +2793,14 @@ export type Database = {
           commission: number | null;
           created_at: string;
           currency: string;
+          delivery_accepted_at: string | null;
           exclusive_until: string | null;
           funded_at: string | null;
           handover_completed_at: string | null;
           handover_completion: string | null;
+          holdback_release_at: string | null;
           id: string;
+          inspection_ends_at: string | null;
           listing_id: string;
           offer_id: string | null;
           payment_status: string | null;
@@ -2638,6 +2837,46 @@ export type Database = {
       finish_daily_tasks: {
         Args: { p_results: Json; p_run_id: string; p_status: string };
         Returns: boolean;
+      };
+      finish_deal_case: {
+        Args: {
+          p_actor: string;
+          p_case: Database["public"]["Tables"]["deal_cases"]["Row"];
+          p_outcome: string;
+          p_refund_amount: number;
+          p_resolution: string;
+        };
+        Returns: {
+          buyer_outcome: string | null;
+          buyer_refund_amount: number | null;
+          created_at: string;
+          deal_id: string;
+          details: string;
+          escalated_at: string | null;
+          escalated_by: string | null;
+          id: string;
+          money_moved_at: string | null;
+          negotiate_until: string;
+          opened_by: string | null;
+          opened_by_side: string;
+          outcome: string | null;
+          phase: string | null;
+          reason: string;
+          refund_amount: number | null;
+          resolution: string | null;
+          resolved_at: string | null;
+          resolved_by: string | null;
+          seller_outcome: string | null;
+          seller_refund_amount: number | null;
+          status: string;
+          updated_at: string;
+        };
+        SetofOptions: {
+          from: "*";
+          to: "deal_cases";
+          isOneToOne: true;
+          isSetofReturn: false;
+        };
       };
       fold_listing_views: {
         Args: { p_batch: number };
@@ -2764,6 +3003,40 @@ export type Database = {
           isSetofReturn: false;
         };
       };
+      lock_deal_case: {
+        Args: { p_action: string; p_case: string };
+        Returns: {
+          buyer_outcome: string | null;
+          buyer_refund_amount: number | null;
+          created_at: string;
+          deal_id: string;
+          details: string;
+          escalated_at: string | null;
+          escalated_by: string | null;
+          id: string;
+          money_moved_at: string | null;
+          negotiate_until: string;
+          opened_by: string | null;
+          opened_by_side: string;
+          outcome: string | null;
+          phase: string | null;
+          reason: string;
+          refund_amount: number | null;
+          resolution: string | null;
+          resolved_at: string | null;
+          resolved_by: string | null;
+          seller_outcome: string | null;
+          seller_refund_amount: number | null;
+          status: string;
+          updated_at: string;
+        };
+        SetofOptions: {
+          from: "*";
+          to: "deal_cases";
+          isOneToOne: true;
+          isSetofReturn: false;
+        };
+      };
       lock_deal_for_handover: {
         Args: { p_action: string; p_deal: string; p_side: string };
         Returns: {
@@ -2773,11 +3046,14 @@ export type Database = {
           commission: number | null;
           created_at: string;
           currency: string;
+          delivery_accepted_at: string | null;
           exclusive_until: string | null;
           funded_at: string | null;
           handover_completed_at: string | null;
           handover_completion: string | null;
+          holdback_release_at: string | null;
           id: string;
+          inspection_ends_at: string | null;
           listing_id: string;
           offer_id: string | null;
           payment_status: string | null;
@@ -2806,11 +3082,14 @@ export type Database = {
           commission: number | null;
           created_at: string;
           currency: string;
+          delivery_accepted_at: string | null;
           exclusive_until: string | null;
           funded_at: string | null;
           handover_completed_at: string | null;
           handover_completion: string | null;
+          holdback_release_at: string | null;
           id: string;
+          inspection_ends_at: string | null;
           listing_id: string;
           offer_id: string | null;
           payment_status: string | null;
@@ -2950,6 +3229,10 @@ export type Database = {
           id: string;
         }[];
       };
+      open_deal_case: {
+        Args: { p_deal: string; p_details: string; p_reason: string };
+        Returns: string;
+      };
       plan_of: { Args: { p_user: string }; Returns: string };
       price_alerts_since: { Args: Record<PropertyKey, never>; Returns: string };
       prune_listing_views: { Args: { p_limit: number }; Returns: number };
@@ -3018,6 +3301,45 @@ export type Database = {
         Args: { p_listing: string; p_message?: string; p_nda_version: string };
         Returns: string;
       };
+      resolve_deal_case: {
+        Args: {
+          p_actor: string;
+          p_case: string;
+          p_outcome: string;
+          p_refund_amount: number;
+        };
+        Returns: {
+          buyer_outcome: string | null;
+          buyer_refund_amount: number | null;
+          created_at: string;
+          deal_id: string;
+          details: string;
+          escalated_at: string | null;
+          escalated_by: string | null;
+          id: string;
+          money_moved_at: string | null;
+          negotiate_until: string;
+          opened_by: string | null;
+          opened_by_side: string;
+          outcome: string | null;
+          phase: string | null;
+          reason: string;
+          refund_amount: number | null;
+          resolution: string | null;
+          resolved_at: string | null;
+          resolved_by: string | null;
+          seller_outcome: string | null;
+          seller_refund_amount: number | null;
+          status: string;
+          updated_at: string;
+        };
+        SetofOptions: {
+          from: "*";
+          to: "deal_cases";
+          isOneToOne: true;
+          isSetofReturn: false;
+        };
+      };
       revoke_listing_access: {
         Args: { p_reason?: string; p_request: string };
         Returns: undefined;
@@ -3026,6 +3348,40 @@ export type Database = {
       send_message: {
         Args: { p_body: string; p_conversation: string };
         Returns: string;
+      };
+      settle_deal_case: {
+        Args: { p_case: string; p_outcome: string; p_refund_amount?: number };
+        Returns: {
+          buyer_outcome: string | null;
+          buyer_refund_amount: number | null;
+          created_at: string;
+          deal_id: string;
+          details: string;
+          escalated_at: string | null;
+          escalated_by: string | null;
+          id: string;
+          money_moved_at: string | null;
+          negotiate_until: string;
+          opened_by: string | null;
+          opened_by_side: string;
+          outcome: string | null;
+          phase: string | null;
+          reason: string;
+          refund_amount: number | null;
+          resolution: string | null;
+          resolved_at: string | null;
+          resolved_by: string | null;
+          seller_outcome: string | null;
+          seller_refund_amount: number | null;
+          status: string;
+          updated_at: string;
+        };
+        SetofOptions: {
+          from: "*";
+          to: "deal_cases";
+          isOneToOne: true;
+          isSetofReturn: false;
+        };
       };
       sponsored_changes_due: {
         Args: { p_at: string };
@@ -3082,11 +3438,14 @@ export type Database = {
           commission: number | null;
           created_at: string;
           currency: string;
+          delivery_accepted_at: string | null;
           exclusive_until: string | null;
           funded_at: string | null;
           handover_completed_at: string | null;
           handover_completion: string | null;
+          holdback_release_at: string | null;
           id: string;
+          inspection_ends_at: string | null;
           listing_id: string;
           offer_id: string | null;
           payment_status: string | null;
@@ -3115,11 +3474,14 @@ export type Database = {
           commission: number | null;
           created_at: string;
           currency: string;
+          delivery_accepted_at: string | null;
           exclusive_until: string | null;
           funded_at: string | null;
           handover_completed_at: string | null;
           handover_completion: string | null;
+          holdback_release_at: string | null;
           id: string;
+          inspection_ends_at: string | null;
           listing_id: string;
           offer_id: string | null;
           payment_status: string | null;

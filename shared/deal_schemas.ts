@@ -72,7 +72,7 @@ export const RefundDealPaymentInput = z.object({
   reverseTransfer: z.boolean().default(false),
 });
 
-/** A payout to the seller, or a refund to the buyer, as the deal functions report it. */
+/** A transfer to the seller, or a refund to the buyer, as the deal functions report it. */
 export const Settlement = z.object({
   status: z.enum(["pending", "succeeded", "failed", "reversed"]),
   amount: Money,
@@ -107,10 +107,61 @@ export const PaymentStatusOutput = z.object({
   refund: Settlement.nullable(),
 });
 
-/** `release-deal-payout` and `refund-deal-payment` response: the deal's new state and the processor ids. */
+/**
+ * `release-deal-payout`, `refund-deal-payment` and `resolve-deal-case`
+ * response: the deal's new state and its settlements with the processor ids
+ * — the payout at release, the refund of the whole charge, the holdback
+ * paid later, a dispute case's partial refund, and a payout paid again
+ * after a chargeback the platform won.
+ */
 export const DealSettlementOutput = z.object({
   dealId: DealId,
   status: DealStatus,
   payout: Settlement.nullable(),
   refund: Settlement.nullable(),
+  holdback: Settlement.nullable(),
+  partialRefund: Settlement.nullable(),
+  repayout: Settlement.nullable(),
 });
+
+/** How a dispute case ends: the money goes on to the seller, back to the buyer, or split. */
+export const DealCaseOutcome = z.enum(["release", "refund", "partial_refund"]);
+/** A dispute case's outcome. */
+export type DealCaseOutcome = z.infer<typeof DealCaseOutcome>;
+
+/**
+ * `resolve-deal-case` request (admin): the outcome of an open or escalated
+ * case, with `refundAmount` (a decimal string in major units, like every
+ * amount of the API) exactly when it is `partial_refund`.
+ */
+export const ResolveDealCaseInput = z.object({
+  caseId: z.uuid(),
+  outcome: DealCaseOutcome,
+  refundAmount: z.string().regex(/^\d{1,10}(\.\d{1,2})?$/, 'a decimal string like "250.00"')
+    .optional(),
+}).refine((input) => (input.outcome === "partial_refund") === (input.refundAmount !== undefined), {
+  message: "refundAmount is given with outcome partial_refund, and only with it",
+  path: ["refundAmount"],
+});
+
+/** A dispute case (`public.deal_cases`) as `resolve-deal-case` reports it. */
+export const DealCase = z.object({
+  id: z.uuid(),
+  dealId: DealId,
+  status: z.enum(["open", "escalated", "resolved"]),
+  reason: z.string(),
+  openedBySide: z.enum(["buyer", "seller"]),
+  negotiateUntil: z.string(),
+  escalatedAt: z.string().nullable(),
+  outcome: DealCaseOutcome.nullable(),
+  refundAmount: Money.nullable(),
+  /** escrow: nothing was paid out when it was resolved; holdback: the payout was. */
+  phase: z.enum(["escrow", "holdback"]).nullable(),
+  resolution: z.enum(["settled", "admin", "deal_refunded", "deal_completed"]).nullable(),
+  resolvedAt: z.string().nullable(),
+  /** When the outcome's money finished moving; null while some still has to. */
+  moneyMovedAt: z.string().nullable(),
+});
+
+/** `resolve-deal-case` response: the case, and the deal's state and settlements after its money moved. */
+export const ResolveDealCaseOutput = DealSettlementOutput.extend({ case: DealCase });

@@ -30,6 +30,7 @@ export const FUNCTION_NAMES = [
   "payment-status",
   "refund-deal-payment",
   "release-deal-payout",
+  "resolve-deal-case",
   "auth-email-webhook",
   "send-admin-contact-notification",
   "send-admin-listing-notification",

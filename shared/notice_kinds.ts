@@ -29,6 +29,16 @@ export const NOTICE_KINDS = {
     "To the buyer and the seller: the exclusivity for due diligence ends in 48 hours",
   deal_exclusivity_lapsed:
     "To the buyer and the seller: the exclusivity ended without confirmation; the deal is cancelled",
+  deal_delivery_accepted:
+    "To the seller: the buyer accepted the delivery, ending the inspection window; the payout is released shortly",
+  deal_case_opened:
+    "To the buyer and the seller: one of them opened a dispute case; they have 7 days to settle it before an admin decides",
+  deal_case_settlement_proposed:
+    "To the other side of an open dispute case: the buyer or the seller proposes how to settle it",
+  deal_case_escalated:
+    "To the buyer, the seller and each admin: a dispute case was escalated; an admin decides it",
+  deal_case_resolved:
+    "To the buyer and the seller: a dispute case was resolved, with its outcome and what happens to the money",
 } as const;
 
 /** A kind of queued notice. */
@@ -36,8 +46,9 @@ export type NoticeKind = keyof typeof NOTICE_KINDS;
 
 /**
  * The e-mail each kind writes (`email_logs.email_type`; its preference is
- * the notice's type). The queue's runs retry these when they fail, without
- * waiting for the daily e-mail retry.
+ * the notice's type). The queue's runs retry these (and
+ * {@linkcode NOTICE_ADMIN_EMAIL_TYPES}') when they fail, without waiting for
+ * the daily e-mail retry.
  */
 export const NOTICE_EMAIL_TYPES = {
   listing_access_requested: "listing_access_requested",
@@ -54,7 +65,23 @@ export const NOTICE_EMAIL_TYPES = {
   deal_exclusivity_extended: "deal_exclusivity_extended",
   deal_exclusivity_ending: "deal_exclusivity_ending",
   deal_exclusivity_lapsed: "deal_exclusivity_lapsed",
+  deal_delivery_accepted: "deal_delivery_accepted",
+  deal_case_opened: "deal_case_opened",
+  deal_case_settlement_proposed: "deal_case_settlement_proposed",
+  deal_case_escalated: "deal_case_escalated",
+  deal_case_resolved: "deal_case_resolved",
 } as const satisfies Record<NoticeKind, EmailType>;
+
+/**
+ * The e-mail a kind told to the parties and to the admins alike writes for
+ * an admin (its preference `admin_alerts`): the admin's alert says another
+ * thing than the parties' notice, under its own `admin_*` type as every
+ * admin e-mail has. Kinds told only to admins (`conversation_reported`)
+ * name their admin type in {@linkcode NOTICE_EMAIL_TYPES}.
+ */
+export const NOTICE_ADMIN_EMAIL_TYPES = {
+  deal_case_escalated: "admin_deal_case_escalated",
+} as const satisfies Partial<Record<NoticeKind, EmailType>>;
 
 /** Every kind. */
 export const NOTICE_KIND_NAMES = Object.keys(NOTICE_KINDS) as NoticeKind[];

@@ -17,6 +17,13 @@ export const OFFER_TERM_LIMITS = {
   conditions: { max: 10, maxLength: 500 },
 } as const;
 
+/**
+ * The inspection and the holdback together last at most this many days:
+ * the payment processor holds a charge's funds 90 days from payment, and the
+ * holdback is paid within 80 days of funding (`offer_terms_checked()`).
+ */
+export const INSPECTION_AND_HOLDBACK_MAX_DAYS = 80;
+
 /** An exclusivity window never lasts longer than this many days from acceptance, extensions included. */
 export const EXCLUSIVITY_MAX_DAYS = 45;
 

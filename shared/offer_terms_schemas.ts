@@ -15,6 +15,7 @@ import {
   EXCLUSIVITY_MAX_DAYS,
   fromHundredths,
   hundredths,
+  INSPECTION_AND_HOLDBACK_MAX_DAYS,
   OFFER_TERM_LIMITS,
   type OfferTerms,
   WITHDRAW_REASON_MAX,
@@ -96,6 +97,9 @@ export function offerTermsSchema(amount: string, currency: string, today: string
     if (cash % unit !== 0n) {
       return problem("cash_at_close", `cash_at_close must be whole in ${currency}'s smallest unit`);
     }
+    if (cash * 2n < total) {
+      return problem("cash_at_close", "at most half the amount is held back");
+    }
     const holdbackDays = terms.holdback_days ?? 0;
     if (cash < total && holdbackDays === 0) {
       return problem(
@@ -106,6 +110,13 @@ export function offerTermsSchema(amount: string, currency: string, today: string
     if (cash === total && holdbackDays > 0) {
       return problem("holdback_days", "holdback_days must be 0 without a holdback");
     }
+    const inspectionDays = terms.inspection_days ?? OFFER_TERM_LIMITS.inspectionDays.default;
+    if (inspectionDays + holdbackDays > INSPECTION_AND_HOLDBACK_MAX_DAYS) {
+      return problem(
+        "holdback_days",
+        `inspection_days + holdback_days is at most ${INSPECTION_AND_HOLDBACK_MAX_DAYS} (the payment processor holds the money 90 days from payment)`,
+      );
+    }
     const close = terms.proposed_close_date ?? null;
     if (close !== null && close < today) {
       return problem("proposed_close_date", `proposed_close_date ${close} is in the past`);
@@ -113,7 +124,7 @@ export function offerTermsSchema(amount: string, currency: string, today: string
     return {
       cash_at_close: fromHundredths(cash),
       holdback_days: holdbackDays,
-      inspection_days: terms.inspection_days ?? OFFER_TERM_LIMITS.inspectionDays.default,
+      inspection_days: inspectionDays,
       exclusivity_days: terms.exclusivity_days ?? OFFER_TERM_LIMITS.exclusivityDays.default,
       proposed_close_date: close,
       // UserText parses an empty text to undefined, which `required` refuses first.

@@ -42,6 +42,7 @@ import {
   adminEscrowHoldNotice,
   adminPaymentReturnedNotice,
   adminPaymentReturnFailedNotice,
+  adminPaymentReturnReversedNotice,
   paymentReturnedNotice,
   type StrayPaymentFacts,
 } from "../../supabase/functions/_shared/email/templates/deal_alerts.ts";
@@ -87,6 +88,24 @@ import {
   offerCounteredNotice,
   type OfferFacts,
 } from "../../supabase/functions/_shared/email/templates/letters_of_intent.ts";
+import {
+  adminCaseEscalatedNotice,
+  caseEscalatedNotice,
+  type CaseFacts,
+  caseOpenedNotice,
+  caseResolvedNotice,
+  caseSettlementProposedNotice,
+  deliveryAcceptedNotice,
+} from "../../supabase/functions/_shared/email/templates/deal_cases.ts";
+import {
+  adminPayoutWaitingNotice,
+  adminRepayoutNotice,
+  type EscrowDealFacts,
+  holdbackReleasedNotice,
+  inspectionStartedNotice,
+  partialRefundNotice,
+  payoutWaitingNotice,
+} from "../../supabase/functions/_shared/email/templates/escrow_release.ts";
 import {
   sponsoredEndingNotice,
   type SponsoredPlacement,
@@ -160,6 +179,7 @@ const COMPLETED: CompletedHandover = {
   sellerNet: "11875.00",
   currency: "EUR",
   completion: "inspection_lapsed",
+  inspectionEndsAt: hoursFrom(NOW, 7 * 24),
 };
 
 const ACCESS_REQUEST: AccessRequestFacts = {
@@ -205,6 +225,25 @@ const DILIGENCE_DEAL: LoiDealFacts = {
   currency: "EUR",
   status: "in_diligence",
   exclusiveUntil: hoursFrom(NOW, 14 * 24),
+};
+
+const ESCROW_DEAL: EscrowDealFacts = {
+  dealId: DEAL_ID,
+  listingTitle: SAMPLE_LISTING_TITLE,
+  currency: "EUR",
+};
+
+const DEAL_CASE: CaseFacts = {
+  caseId: id(44),
+  dealId: DEAL_ID,
+  title: SAMPLE_LISTING_TITLE,
+  amount: "12500.00",
+  currency: "EUR",
+  openedBy: "buyer",
+  reason: "not_as_described",
+  details:
+    'The MRR shown was €2,100; the Stripe & <b>PHP</b> dashboard says €1,400.\nThe "recipes" database has 300 entries, not 3,000.',
+  negotiateUntil: hoursFrom(NOW, 7 * 24),
 };
 
 /** `content` rendered as `notifications/notify.ts` renders every notice's e-mail. */
@@ -338,6 +377,45 @@ export const MAIL_SAMPLES: { readonly [T in EmailType]: MailSample } = {
     type: "refund_issued",
     description: "A deal's payment is refunded to the buyer (the seller is told too).",
     render: rendered(() => payment("refund_issued")),
+  },
+  partial_refund_issued: {
+    type: "partial_refund_issued",
+    description:
+      "To the buyer (here) and the seller: part of the payment was refunded, as a dispute case decided.",
+    render: rendered(() =>
+      partialRefundNotice({
+        ...ESCROW_DEAL,
+        amount: "2500.00",
+        refundId: "re_3PqR8sLkT2x9YbZ3",
+        side: "buyer",
+      }).email
+    ),
+  },
+  payout_waiting: {
+    type: "payout_waiting",
+    description:
+      "To the seller: the payout is due, but their payout account must be finished first.",
+    render: rendered(() =>
+      payoutWaitingNotice({
+        ...ESCROW_DEAL,
+        amount: "9375.00",
+        reason: "payouts_disabled",
+        disabledReason: "requirements.past_due",
+      }).email
+    ),
+  },
+  holdback_released: {
+    type: "holdback_released",
+    description:
+      "To the seller (here) and the buyer: the holdback was paid to the seller; the deal is complete.",
+    render: rendered(() =>
+      holdbackReleasedNotice({
+        ...ESCROW_DEAL,
+        amount: "2500.00",
+        transferId: "tr_3PqR8sLkT2x9YbZ4",
+        side: "seller",
+      }).email
+    ),
   },
   payment_failed: {
     type: "payment_failed",
@@ -532,6 +610,81 @@ export const MAIL_SAMPLES: { readonly [T in EmailType]: MailSample } = {
       ).email
     ),
   },
+  inspection_started: {
+    type: "inspection_started",
+    description:
+      "To the buyer: the handover is complete and the inspection period runs; accept the delivery or open a case.",
+    render: rendered(() =>
+      inspectionStartedNotice({
+        ...ESCROW_DEAL,
+        inspectionEndsAt: hoursFrom(NOW, 7 * 24),
+        payoutAmount: "9375.00",
+        holdbackAmount: "2500.00",
+        holdbackDays: 30,
+      }).email
+    ),
+  },
+  deal_delivery_accepted: {
+    type: "deal_delivery_accepted",
+    description: "To the seller: the buyer accepted the delivery; the payout is released shortly.",
+    render: rendered(() =>
+      deliveryAcceptedNotice({
+        dealId: DEAL_ID,
+        title: SAMPLE_LISTING_TITLE,
+        amount: "12500.00",
+        currency: "EUR",
+        payoutAmount: "9375.00",
+        holdbackAmount: "2500.00",
+        holdbackDays: 30,
+      }).email
+    ),
+  },
+  deal_case_opened: {
+    type: "deal_case_opened",
+    description:
+      "To the seller (here) and the buyer: a dispute case was opened; 7 days to settle before an admin decides.",
+    render: rendered(() => caseOpenedNotice(DEAL_CASE, "seller").email),
+  },
+  deal_case_settlement_proposed: {
+    type: "deal_case_settlement_proposed",
+    description:
+      "To the other side of an open case: the seller (or the buyer) proposes a settlement.",
+    render: rendered(() =>
+      caseSettlementProposedNotice(
+        DEAL_CASE,
+        "seller",
+        { outcome: "partial_refund", refundAmount: "1500.00" },
+        "12500.00",
+        { outcome: "refund", refundAmount: null },
+      ).email
+    ),
+  },
+  deal_case_escalated: {
+    type: "deal_case_escalated",
+    description:
+      "To the buyer (here) and the seller: the case goes to an admin (asked for, or 7 days passed).",
+    render: rendered(() => caseEscalatedNotice(DEAL_CASE, "deadline", "buyer").email),
+  },
+  deal_case_resolved: {
+    type: "deal_case_resolved",
+    description:
+      "To the seller (here) and the buyer: the case was settled or decided, and what happens to the money.",
+    render: rendered(() =>
+      caseResolvedNotice(DEAL_CASE, {
+        outcome: "partial_refund",
+        refundAmount: "2500.00",
+        resolution: "admin",
+        phase: "escrow",
+        payoutAmount: "9500.00",
+        holdbackAmount: null,
+        heldBack: "2500.00",
+        holdbackDays: 30,
+        inspectionEndsAt: hoursFrom(NOW, -24),
+        holdbackReleaseAt: null,
+        now: NOW,
+      }, "seller").email
+    ),
+  },
   admin_payment_returned: {
     type: "admin_payment_returned",
     description: "To admins: a payment the deal could not take was refunded automatically.",
@@ -548,6 +701,21 @@ export const MAIL_SAMPLES: { readonly [T in EmailType]: MailSample } = {
         reason: "amount_mismatch",
         error: "charge_already_refunded: Charge ch_3PqR8s has already been refunded.\n" +
           "Request req_Xy7 <POST /v1/refunds> returned 400.",
+      }).email
+    ),
+  },
+  admin_payment_return_reversed: {
+    type: "admin_payment_return_reversed",
+    description:
+      "To admins: the refund of a payment the deal could not take failed after it was made; the daily run refunds it again.",
+    render: rendered(() =>
+      adminPaymentReturnReversedNotice({
+        ...STRAY,
+        refundId: "re_3PqR8sLkT2x9YbZ2",
+        refundAmount: STRAY.amount,
+        refundStatus: "failed",
+        failureReason: "expired_or_canceled_card",
+        buyerWasTold: true,
       }).email
     ),
   },
@@ -583,6 +751,45 @@ export const MAIL_SAMPLES: { readonly [T in EmailType]: MailSample } = {
         daysHeld: 76,
         daysLeft: 14,
         holdDays: 90,
+      }).email
+    ),
+  },
+  admin_payout_waiting: {
+    type: "admin_payout_waiting",
+    description: "To admins: a seller's payout has waited 3 days for their payout account.",
+    render: rendered(() =>
+      adminPayoutWaitingNotice({
+        ...ESCROW_DEAL,
+        amount: "9375.00",
+        reason: "no_account",
+        since: hoursFrom(NOW, -72),
+      }).email
+    ),
+  },
+  admin_repayout: {
+    type: "admin_repayout",
+    description:
+      "To admins: a chargeback the platform won after reversing the payout; the seller is paid again.",
+    render: rendered(() =>
+      adminRepayoutNotice({
+        ...ESCROW_DEAL,
+        amount: "11875.00",
+        disputeId: "dp_1PqR8sLkT2x9YbZ2",
+      }).email
+    ),
+  },
+  admin_deal_case_escalated: {
+    type: "admin_deal_case_escalated",
+    description:
+      "To admins: a dispute case was escalated and needs a decision (resolve-deal-case).",
+    render: rendered(() =>
+      adminCaseEscalatedNotice({
+        ...DEAL_CASE,
+        escalatedBy: "seller",
+        openedAt: hoursFrom(NOW, -48),
+        held: "12500.00",
+        buyerProposal: { outcome: "refund", refundAmount: null },
+        sellerProposal: { outcome: "partial_refund", refundAmount: "1500.00" },
       }).email
     ),
   },

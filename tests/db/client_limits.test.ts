@@ -370,6 +370,8 @@ sqlTest("client_limits: admins read the limits; nobody else reads or writes them
       { name: "contact:sender", max_hits: 5, window_seconds: 3600 },
       { name: "conversation:per_day", max_hits: 50, window_seconds: 86400 },
       { name: "conversation_report:per_day", max_hits: 20, window_seconds: 86400 },
+      { name: "deal_case:per_day", max_hits: 5, window_seconds: 86400 },
+      { name: "deal_case_move:per_day", max_hits: 50, window_seconds: 86400 },
       { name: "listing_view:client", max_hits: 300, window_seconds: 3600 },
       { name: "message:per_day", max_hits: 300, window_seconds: 86400 },
       { name: "message:per_minute", max_hits: 20, window_seconds: 60 },

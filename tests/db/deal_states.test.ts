@@ -27,7 +27,10 @@ const STATES = [
 ] as const;
 type DealState = typeof STATES[number];
 
-/** The state table of the migration's header, written out pair by pair. */
+/**
+ * The state table of the migration's header, written out pair by pair (with
+ * the escrow release migration's disputed → in_handover).
+ */
 const ALLOWED: ReadonlyArray<readonly [DealState, DealState]> = [
   ["pending_payment", "funded"],
   ["pending_payment", "cancelled"],
@@ -39,6 +42,7 @@ const ALLOWED: ReadonlyArray<readonly [DealState, DealState]> = [
   ["funded", "disputed"],
   ["in_handover", "disputed"],
   ["disputed", "funded"],
+  ["disputed", "in_handover"],
   ["disputed", "refunded"],
   ["completed", "refunded"],
 ];

@@ -194,23 +194,36 @@ sqlTest(
     assert.equal(done.handover_completion, "inspection_lapsed");
     assert.equal(done.handover_completed_at?.getTime(), clock.getTime());
 
-    // The seller and every admin are told once.
-    const adminNotice = (await handoverNotices(setup.admin.id)).filter((n) =>
-      n.dedupe_key === `handover-complete:${deal.id}`
+    // The buyer's inspection window starts: 7 days from the completion.
+    const window = await db.pool.query<{ ends: Date }>(
+      "select inspection_ends_at as ends from public.deals where id = $1",
+      [deal.id],
     );
-    assert.equal(adminNotice.length, 1);
-    assert.match(adminNotice[0]!.body, /Release the payout of \$1,1\d\d\.\d\d/);
-    assert.match(adminNotice[0]!.body, /inspection period lapsed/);
+    assert.equal(window.rows[0]!.ends.getTime(), clock.getTime() + 7 * DAY);
+
+    // The seller and the buyer are told once; the admins not at all (the
+    // release is automatic).
     const sellerNotice = (await handoverNotices(deal.seller.id)).filter((n) =>
       n.dedupe_key === `handover-complete:${deal.id}`
     );
     assert.equal(sellerNotice.length, 1);
+    assert.match(sellerNotice[0]!.body, /inspection period lapsed/);
+    assert.match(sellerNotice[0]!.body, /\$1,1\d\d\.\d\d is released automatically/);
+    const buyerNotice = (await handoverNotices(deal.buyer.id)).filter((n) =>
+      n.dedupe_key === `inspection-started:${deal.id}`
+    );
+    assert.equal(buyerNotice.length, 1);
+    assert.equal(
+      (await notificationsOf(db.pool, setup.admin.id)).filter((n) => n.data.dealId === deal.id)
+        .length,
+      0,
+    );
 
     // Nothing happens twice.
     const rerun = await runAt(7 * DAY + 2 * HOUR);
     assert.ok(!rerun.items?.ready_for_payout?.includes(deal.id));
     assert.equal(
-      (await handoverNotices(setup.admin.id)).filter((n) =>
+      (await handoverNotices(deal.seller.id)).filter((n) =>
         n.dedupe_key === `handover-complete:${deal.id}`
       ).length,
       1,

@@ -696,6 +696,8 @@ sqlTest(
         ["customer.subscription.updated", { id: " ", object: "subscription" }],
         ["transfer.reversed", { object: "transfer" }],
         ["charge.refunded", { id: 42, object: "charge" }],
+        ["refund.failed", { id: "", object: "refund" }],
+        ["charge.refund.updated", { object: "refund" }],
       ] as const
     ) {
       const event = {
@@ -718,6 +720,47 @@ sqlTest(
     assert.equal(double.requests.length, requests, "nothing was read from the processor");
   },
 );
+
+sqlTest(
+  "payproc-webhook: refund.failed and charge.refund.updated re-read the refund: one the processor does not have, or not of a payment a deal could not take, is skipped",
+  async () => {
+    const missing = await deliver<WebhookAnswer>(
+      setup,
+      double.event("refund.failed", {
+        ...(await refundOfAPayment()),
+        id: "re_missing0000000000000000",
+      }),
+    );
+    assert.equal(missing.status, 200);
+    assert.equal(missing.body.outcome, "skipped");
+    assert.match(missing.body.detail ?? "", /does not exist/);
+
+    const refund = await refundOfAPayment();
+    for (const type of ["refund.failed", "charge.refund.updated"] as const) {
+      const event = double.event(type, double.setRefundStatus(refund.id, "failed"));
+      const answer = await deliver<WebhookAnswer>(setup, event);
+      assert.equal(answer.status, 200);
+      assert.equal(answer.body.outcome, "skipped");
+      assert.match(answer.body.detail ?? "", /not a refund of a payment a deal could not take/);
+      const { rows } = await db.pool.query(
+        "select type, outcome from public.payproc_events where id = $1",
+        [event.id],
+      );
+      assert.deepEqual(rows, [{ type, outcome: "skipped" }]);
+      assert.equal((await deliver<WebhookAnswer>(setup, event)).body.outcome, "duplicate");
+    }
+    // Both were read from the processor, not taken from the payload.
+    assert.ok(double.requestsTo("GET", `/v1/refunds/${refund.id}`).length >= 2);
+  },
+);
+
+/** A refund of a payment that is nobody's deal (made at the processor), as the double has it. */
+async function refundOfAPayment() {
+  const intent = await stripe.paymentIntents.create({ amount: 2_000, currency: "usd" });
+  double.setPaymentIntentStatus(intent.id, "succeeded");
+  const refund = await stripe.refunds.create({ payment_intent: intent.id });
+  return double.get("refund", refund.id)!;
+}
 
 sqlTest(
   "payproc-webhook: a processor failure while applying answers 503, rolls back, and the retry applies",

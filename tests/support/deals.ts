@@ -133,7 +133,8 @@ export async function startHandover(pool: pg.Pool, dealId: string): Promise<void
 /**
  * Completes a deal's handover as the service connection would record it:
  * every step delivered and confirmed by the buyer, the deal stamped ready for
- * payout (what the participants and apa-auto-handover do step by step).
+ * payout and its 7-day inspection window started (what the participants and
+ * apa-auto-handover do step by step).
  */
 export async function completeHandover(pool: pg.Pool, dealId: string): Promise<void> {
   await pool.query(
@@ -149,7 +150,8 @@ export async function completeHandover(pool: pg.Pool, dealId: string): Promise<v
     [dealId],
   );
   await pool.query(
-    `update public.deals set handover_completed_at = now(), handover_completion = 'buyer_confirmed'
+    `update public.deals set handover_completed_at = now(), handover_completion = 'buyer_confirmed',
+       inspection_ends_at = now() + interval '7 days'
      where id = $1`,
     [dealId],
   );

@@ -792,6 +792,113 @@ Deno.test("refunds: a full refund marks the charge refunded", async () => {
   );
 });
 
+Deno.test("refunds: a pending refund holds the charge's amount until it fails; a failed one frees it again", async () => {
+  await using double = new PayprocDouble();
+  const stripe = payprocClient(double);
+  const { pi, chargeId } = await paidIntent(double, stripe, 2_500);
+
+  double.setNewRefundStatus("pending");
+  const pending = await stripe.refunds.create({ payment_intent: pi.id });
+  assert.equal(pending.status, "pending");
+  assert.equal(pending.amount, 2_500);
+  // The processor counts a pending refund as refunded: nothing is left to refund.
+  assert.equal((await stripe.charges.retrieve(chargeId)).amount_refunded, 2_500);
+  assert.equal((await stripe.charges.retrieve(chargeId)).refunded, true);
+  await assert.rejects(
+    stripe.refunds.create({ payment_intent: pi.id, amount: 1 }),
+    (error: unknown) =>
+      error instanceof Stripe.errors.StripeInvalidRequestError &&
+      error.code === "charge_already_refunded",
+  );
+
+  // It fails: the status and reason show on retrieve and list, the amount is free again.
+  const failed = double.setRefundStatus(pending.id, "failed");
+  assert.equal(failed.status, "failed");
+  assert.equal(failed.failure_reason, "expired_or_canceled_card");
+  assert.match(String(failed.failure_balance_transaction), /^txn_/);
+  assert.equal((await stripe.refunds.retrieve(pending.id)).status, "failed");
+  const freed = await stripe.charges.retrieve(chargeId);
+  assert.equal(freed.amount_refunded, 0);
+  assert.equal(freed.refunded, false);
+
+  // Partial refunds: one succeeds later, one is made succeeded and fails afterwards.
+  const part = await stripe.refunds.create({ payment_intent: pi.id, amount: 1_000 });
+  double.setNewRefundStatus("succeeded");
+  const rest = await stripe.refunds.create({ payment_intent: pi.id, amount: 1_500 });
+  assert.equal(rest.status, "succeeded");
+  assert.equal(double.setRefundStatus(part.id, "succeeded").status, "succeeded");
+  assert.equal((await stripe.charges.retrieve(chargeId)).refunded, true);
+  double.setRefundStatus(rest.id, "failed", { failureReason: "lost_or_stolen_card" });
+  assert.equal((await stripe.refunds.retrieve(rest.id)).failure_reason, "lost_or_stolen_card");
+  const partly = await stripe.charges.retrieve(chargeId);
+  assert.equal(partly.amount_refunded, 1_000);
+  assert.equal(partly.refunded, false);
+  assert.deepEqual(
+    (await stripe.refunds.list({ payment_intent: pi.id })).data.map((r) => [r.amount, r.status]),
+    [[1_500, "failed"], [1_000, "succeeded"], [2_500, "failed"]],
+  );
+
+  // Moves the processor never makes.
+  assert.throws(() => double.setRefundStatus(pending.id, "succeeded"), /cannot move from failed/);
+  assert.throws(() => double.setRefundStatus(part.id, "pending"), /cannot move from succeeded/);
+  assert.throws(() => double.setRefundStatus("re_missing", "failed"), /No such refund/);
+});
+
+Deno.test("refunds: one that requires action can be canceled (by the API or the helper), others not", async () => {
+  await using double = new PayprocDouble();
+  const stripe = payprocClient(double);
+  const { pi, chargeId } = await paidIntent(double, stripe, 4_000);
+
+  double.setNewRefundStatus("requires_action");
+  const first = await stripe.refunds.create({ payment_intent: pi.id, amount: 1_000 });
+  const second = await stripe.refunds.create({ payment_intent: pi.id, amount: 1_000 });
+  assert.equal(first.status, "requires_action");
+  assert.equal((await stripe.charges.retrieve(chargeId)).amount_refunded, 2_000);
+  const canceled = await stripe.refunds.cancel(first.id);
+  assert.equal(canceled.status, "canceled");
+  assert.equal(double.setRefundStatus(second.id, "canceled").status, "canceled");
+  assert.equal((await stripe.charges.retrieve(chargeId)).amount_refunded, 0);
+  await assert.rejects(
+    stripe.refunds.cancel(first.id),
+    (error: unknown) =>
+      error instanceof Stripe.errors.StripeInvalidRequestError &&
+      /status of canceled/.test(error.message),
+  );
+  // resetState() forgets the status new refunds start in.
+  double.resetState();
+  const again = await paidIntent(double, stripe, 500);
+  assert.equal((await stripe.refunds.create({ payment_intent: again.pi.id })).status, "succeeded");
+});
+
+Deno.test("webhooks: refund.failed and charge.refund.updated carry the refund as it is now, signed", async () => {
+  await using double = new PayprocDouble();
+  const stripe = payprocClient(double);
+  const { pi } = await paidIntent(double, stripe, 3_000);
+  double.setNewRefundStatus("pending");
+  const refund = await stripe.refunds.create({ payment_intent: pi.id });
+
+  const succeeded = double.event(
+    "charge.refund.updated",
+    double.setRefundStatus(refund.id, "succeeded"),
+    { previousAttributes: { status: "pending" } },
+  );
+  const failed = double.event("refund.failed", double.setRefundStatus(refund.id, "failed"));
+  for (const [event, status] of [[succeeded, "succeeded"], [failed, "failed"]] as const) {
+    const signed = await double.signedWebhook(event, WEBHOOK_SECRET);
+    const verified = await stripe.webhooks.constructEventAsync(
+      signed.body,
+      signed.headers["stripe-signature"],
+      WEBHOOK_SECRET,
+      undefined,
+      Stripe.createSubtleCryptoProvider(),
+    );
+    assert.equal(verified.type, event.type);
+    assert.equal((verified.data.object as Stripe.Refund).id, refund.id);
+    assert.equal((verified.data.object as Stripe.Refund).status, status);
+    assert.equal((await stripe.events.retrieve(event.id)).type, event.type);
+  }
+});
+
 Deno.test("checkout: payment mode with price_data yields a paid session and a succeeded intent", async () => {
   await using double = new PayprocDouble();
   const stripe = payprocClient(double);

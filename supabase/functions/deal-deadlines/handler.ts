@@ -1,13 +1,16 @@
 /**
  * `deal-deadlines` (scheduled every 15 minutes; the scheduler, the
  * service-role key or an admin): enforces the deadlines deals reach by time
- * alone, step by step — first `exclusivity-lapses`: a deal in due diligence
- * past `exclusive_until` is cancelled (cause `exclusivity_lapsed`) and both
- * sides are told. Answers the job counts (`exclusivity_lapsed`,
- * `exclusivity_skipped`) with the cancelled deals in
- * `items.exclusivity_lapsed`, 200 `skipped` while another run is in
- * progress, 500 `partial_failure` when some deals failed
- * (`_shared/deals/deadlines_job.ts`).
+ * alone, step by step (`_shared/deals/deadlines_job.ts`):
+ * `exclusivity-lapses` (a deal in due diligence past `exclusive_until` is
+ * cancelled), `case-escalations` (an open dispute case past
+ * `negotiate_until` goes to the admins), `case-outcomes` (a resolved case's
+ * refund and payout move), `payout-releases` (the payout of a deal whose
+ * inspection window ended), `holdback-releases` (a holdback whose date
+ * passed) and `repayouts` (a seller paid again after a chargeback the
+ * platform won). Answers the job counts with the deals and cases changed in
+ * `items`, 200 `skipped` while another run is in progress, 500
+ * `partial_failure` when some failed.
  *
  * @module
  */
@@ -19,9 +22,9 @@ export default defineFunction({
   access: "scheduled",
   group: "deals",
   summary:
-    "Cancels deals whose due-diligence exclusivity lapsed and tells both sides (every 15 minutes)",
+    "Enforces deal deadlines: lapsed exclusivity, case escalations and outcomes, automatic payout and holdback releases (every 15 minutes)",
   beyondInterface:
-    "An accepted letter of intent gives the buyer an exclusivity window that ends by time alone, with no request in the path; something must cancel the deal and reopen the listing when it lapses",
+    "Exclusivity windows, inspection windows, holdbacks and dispute cases end by time alone, with no request in the path; something must cancel, escalate and release when they do",
   output: "JobAnswer",
   handle({ ctx }) {
     return runDealDeadlines(ctx);

@@ -11,6 +11,7 @@ import {
   onDealCheckoutCompleted,
 } from "../_shared/deals/payment_events.ts";
 import { DEAL_SETTLEMENT_EVENT_HANDLERS } from "../_shared/deals/settlement_events.ts";
+import { STRAY_REFUND_EVENT_HANDLERS } from "../_shared/deals/stray_refund_events.ts";
 import { ACCOUNT_EVENT_HANDLERS } from "../_shared/connect/account_events.ts";
 import { INVOICE_EVENT_HANDLERS } from "../_shared/billing/invoice_events.ts";
 import {
@@ -56,12 +57,13 @@ function byCheckoutMode(
   };
 }
 
-/** Events of our own account: billing, and deals' payments, refunds, disputes and payouts. */
+/** Events of our own account: billing, and deals' payments, refunds (also of stray payments), disputes and payouts. */
 export const PLATFORM_HANDLERS: Readonly<WebhookHandlers> = Object.freeze({
   ...SUBSCRIPTION_EVENT_HANDLERS,
   ...INVOICE_EVENT_HANDLERS,
   ...DEAL_PAYMENT_EVENT_HANDLERS,
   ...DEAL_SETTLEMENT_EVENT_HANDLERS,
+  ...STRAY_REFUND_EVENT_HANDLERS,
   "checkout.session.completed": byCheckoutMode({
     subscription: onSubscriptionCheckoutCompleted as WebhookHandler<CheckoutEvent, unknown>,
     payment: onDealCheckoutCompleted as WebhookHandler<CheckoutEvent, unknown>,

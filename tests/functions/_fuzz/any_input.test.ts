@@ -218,6 +218,8 @@ const EVENT_TYPES = [
   "payment_intent.payment_failed",
   "payment_intent.canceled",
   "charge.refunded",
+  "charge.refund.updated",
+  "refund.failed",
   "charge.dispute.created",
   "charge.dispute.closed",
   "transfer.reversed",
@@ -244,10 +246,17 @@ function processorEvents(refused: boolean): fc.Arbitrary<unknown> {
       object: fc.record({
         id: fc.oneof(
           fc.constantFrom(account.id, "cus_missing", "sub_missing", "pi_missing", "in_missing", ""),
-          fc.stringMatching(/^(acct|cus|sub|pi|in|cs|ch|dp|tr)_[A-Za-z0-9]{4,14}$/),
+          fc.stringMatching(/^(acct|cus|sub|pi|in|cs|ch|dp|tr|re)_[A-Za-z0-9]{4,14}$/),
           text(20),
         ),
-        object: fc.constantFrom("account", "checkout.session", "subscription", "invoice", "charge"),
+        object: fc.constantFrom(
+          "account",
+          "checkout.session",
+          "subscription",
+          "invoice",
+          "charge",
+          "refund",
+        ),
         mode: fc.constantFrom("payment", "subscription"),
         metadata: fc.dictionary(text(8), text(8)),
       }, { requiredKeys: ["id"] }),

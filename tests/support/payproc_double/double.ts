@@ -25,15 +25,18 @@ import type {
   Kind,
   KindMap,
   LinkKind,
+  NewRefundStatus,
   PayprocAccount,
   PayprocCustomer,
   PayprocDispute,
   PayprocInvoice,
   PayprocPaymentIntent,
   PayprocPrice,
+  PayprocRefund,
   PayprocSubscription,
   PayprocTransfer,
   PayprocTransferReversal,
+  RefundStatus,
 } from "./types.ts";
 import {
   buildEvent,
@@ -82,7 +85,7 @@ import {
   setPaymentIntentStatus,
 } from "./resources/payments.ts";
 import { createPrice, type NewPrice, priceRoutes } from "./resources/prices.ts";
-import { refundRoutes } from "./resources/refunds.ts";
+import { refundRoutes, type RefundStatusOptions, setRefundStatus } from "./resources/refunds.ts";
 import { subscriptionRoutes } from "./resources/subscriptions.ts";
 import { createReversal, transferRoutes } from "./resources/transfers.ts";
 import {
@@ -210,6 +213,32 @@ export class PayprocDouble extends HttpDouble {
   /** Decides a dispute (`won` returns the funds with a `dispute_reversal` balance transaction). */
   closeDispute(id: string, outcome: DisputeOutcome): PayprocDispute {
     return structuredClone(decideDispute(this.store, this.store.require("dispute", id), outcome));
+  }
+
+  /**
+   * The status refunds created from now on start in: `succeeded` (the
+   * default, as card refunds usually do), or `pending` / `requires_action`
+   * (bank debits, some wallets) until {@linkcode setRefundStatus} moves them.
+   */
+  setNewRefundStatus(status: NewRefundStatus): void {
+    this.store.newRefundStatus = status;
+  }
+
+  /**
+   * Moves a refund as the processor would: a pending one succeeds, fails or
+   * is canceled; a succeeded one may still fail (`failureReason`, default
+   * `expired_or_canceled_card`). A failed or canceled refund gives its amount
+   * back to the charge. Then build its webhook, e.g.
+   * `event("refund.failed", refund)` or `event("charge.refund.updated", refund)`.
+   */
+  setRefundStatus(
+    id: string,
+    status: RefundStatus,
+    options: RefundStatusOptions = {},
+  ): PayprocRefund {
+    return structuredClone(
+      setRefundStatus(this.store, this.store.require("refund", id), status, options),
+    );
   }
 
   /**

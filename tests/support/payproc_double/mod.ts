@@ -23,5 +23,6 @@ export type { DisputeOptions, DisputeOutcome, DisputeReason } from "./resources/
 export type { NewInvoice, NewInvoiceLine } from "./resources/invoices.ts";
 export type { PaymentFailure } from "./resources/payments.ts";
 export type { Interval, NewPrice } from "./resources/prices.ts";
+export type { RefundStatusOptions } from "./resources/refunds.ts";
 export type { SubscriptionPatch, SubscriptionSeed } from "./subscription_helpers.ts";
 export type * from "./types.ts";

@@ -7,7 +7,7 @@
 import type Stripe from "stripe";
 import type { FormObject } from "../http_double.ts";
 import { resourceMissing } from "./errors.ts";
-import type { Kind, KindMap, LinkKind, StoredObject, Wire } from "./types.ts";
+import type { Kind, KindMap, LinkKind, NewRefundStatus, StoredObject, Wire } from "./types.ts";
 
 /** A response remembered for an `Idempotency-Key`. */
 export interface IdempotentResponse {
@@ -53,6 +53,8 @@ export class PayprocStore {
   readonly indexedAt = new Map<string, number>();
   /** How long new objects stay invisible to search (the API's index lag). */
   searchDelayMs = 0;
+  /** The status new refunds start in (`succeeded`, as card refunds usually do). */
+  newRefundStatus: NewRefundStatus = "succeeded";
   readonly #objects = new Map<Kind, Map<string, StoredObject>>();
   readonly #order = new Map<string, number>();
   #sequence = 0;
@@ -139,6 +141,7 @@ export class PayprocStore {
     this.checkoutLineItems.clear();
     this.checkoutParams.clear();
     this.indexedAt.clear();
+    this.newRefundStatus = "succeeded";
   }
 }
 

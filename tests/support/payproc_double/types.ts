@@ -61,6 +61,12 @@ export type PayprocInvoice = KindMap["invoice"];
 export type PayprocPaymentIntent = KindMap["payment_intent"];
 /** A price as the API sends it. */
 export type PayprocPrice = KindMap["price"];
+/** The statuses a refund has at the processor. */
+export type RefundStatus = "pending" | "requires_action" | "succeeded" | "failed" | "canceled";
+/** The statuses a new refund may start in (see `PayprocDouble.setNewRefundStatus`). */
+export type NewRefundStatus = "pending" | "requires_action" | "succeeded";
+/** A refund as the API sends it. */
+export type PayprocRefund = KindMap["refund"];
 /** A subscription as the API sends it. */
 export type PayprocSubscription = KindMap["subscription"];
 /** A transfer as the API sends it. */

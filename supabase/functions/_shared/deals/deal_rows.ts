@@ -35,6 +35,12 @@ export interface DealRow {
   terms: OfferTerms | null;
   /** When the buyer's due-diligence exclusivity ends; null for a deal that never was in diligence. */
   exclusive_until: Date | null;
+  /** When the buyer's inspection window ends (handover completion + inspection_days, or the acceptance); null before. */
+  inspection_ends_at: Date | null;
+  /** When the buyer accepted the delivery early (`accept_delivery`); null otherwise. */
+  delivery_accepted_at: Date | null;
+  /** When the holdback is paid (set at the release, for a deal with one); null otherwise. */
+  holdback_release_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -44,7 +50,8 @@ export const DEAL_COLUMNS = `d.id, d.listing_id, d.buyer_id, d.seller_id, d.amou
   d.currency, d.status, d.commission::text as commission, d.funded_at, d.closed_at,
   d.payproc_payment_intent_id, d.payproc_checkout_session_id, d.payproc_charge_id,
   d.payment_status, d.payment_synced_at, d.handover_completed_at, d.handover_completion,
-  d.terms, d.exclusive_until, d.created_at, d.updated_at`;
+  d.terms, d.exclusive_until, d.inspection_ends_at, d.delivery_accepted_at,
+  d.holdback_release_at, d.created_at, d.updated_at`;
 
 /** The deal, or null; `lock` takes its row lock (inside a transaction). */
 export function findDeal(

@@ -2,8 +2,10 @@
  * The escrow alerts sub-job of the daily run: the processor holds a charge's
  * funds for a limited time (90 days for manual payouts), so every deal
  * funded more than `ESCROW_ALERT_DAYS` ago (default 75) whose money is
- * still in escrow — funded or in handover, neither paid out nor refunded —
- * is flagged to every admin, once per deal, with the days left.
+ * still in escrow — funded or in handover, not paid out or refunded, or
+ * paid out with a letter of intent's holdback still held — is flagged to
+ * every admin, once per deal, with the days left and the amount still held
+ * (`public.deal_held_amount()`).
  *
  * @module
  */
@@ -46,10 +48,12 @@ export function runEscrowAlerts(ctx: Context): Promise<JobOutput | JobSkipped> {
     const now = ctx.now();
     const alertDays = ctx.env.values.ESCROW_ALERT_DAYS;
     const held = await ctx.db.query<HeldDeal>(
-      `select d.id, d.status, d.amount::text as amount, d.currency, d.funded_at,
-              coalesce(d.payproc_charge_id, d.id::text) as held_object, l.title as listing_title
+      `select d.id, d.status, public.deal_held_amount(d.id)::text as amount, d.currency,
+              d.funded_at, coalesce(d.payproc_charge_id, d.id::text) as held_object,
+              l.title as listing_title
        from public.deals d join public.listings l on l.id = d.listing_id
        where d.status in ('funded', 'in_handover')
+         and public.deal_held_amount(d.id) > 0
          and d.funded_at <= $1::timestamptz - make_interval(days => $2)
          and not exists (
            select 1 from public.deal_events e

@@ -48,8 +48,14 @@ import {
 import type { Sql } from "../platform/db.ts";
 import type { NoticeBuilder, NoticeDecision, QueuedNotice } from "../notifications/notice_queue.ts";
 
-/** The offer and due-diligence kinds of the queue. */
-export type LoiKind = Extract<NoticeKind, `offer_${string}` | `deal_${string}`>;
+/**
+ * The offer and due-diligence kinds of the queue (the deal's later kinds,
+ * the delivery and its dispute cases, are `case_notices.ts`').
+ */
+export type LoiKind = Extract<
+  NoticeKind,
+  `offer_${string}` | `deal_diligence_${string}` | "deal_withdrawn" | `deal_exclusivity_${string}`
+>;
 
 /**
  * A reminder due 48 hours before the window ends is still about that end

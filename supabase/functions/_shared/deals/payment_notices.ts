@@ -27,22 +27,42 @@ export async function queuePaymentNotices(
     currency: string;
     commission: string;
     listing_title: string;
+    paid_payout: string | null;
+    plain_payout: boolean;
+    holdback: string | null;
+    holdback_release_at: Date | null;
   }>(
     `select d.id, d.buyer_id, d.seller_id, d.amount::text as amount, d.currency,
             coalesce(d.commission, public.deal_commission(d.amount, d.currency, d.seller_id))::text
               as commission,
-            l.title as listing_title
+            l.title as listing_title, p.amount::text as paid_payout,
+            p.amount is not distinct from d.amount - d.commission as plain_payout,
+            case when p.amount is not null then public.deal_transfer_amount(d.id, 'holdback')::text
+            end as holdback,
+            d.holdback_release_at
      from public.deals d join public.listings l on l.id = d.listing_id
+       left join public.deal_settlements p
+         on p.deal_id = d.id and p.kind = 'payout' and p.status in ('succeeded', 'reversed')
      where d.id = $1`,
     [dealId],
   );
   if (!deal) return null;
+  // A payout other than amount − commission (a holdback follows, or a case
+  // refunded part) says what it paid.
+  const paid = deal.paid_payout !== null && !deal.plain_payout
+    ? {
+      payout: deal.paid_payout,
+      holdback: deal.holdback,
+      holdbackReleaseAt: deal.holdback_release_at,
+    }
+    : undefined;
   const notices = paymentNotices(kind, {
     id: deal.id,
     listingTitle: deal.listing_title,
     amount: deal.amount,
     commission: deal.commission,
     currency: deal.currency,
+    ...(paid ? { paid } : {}),
   });
   const results: NoticeOutcome[] = [];
   for (const notice of notices) {

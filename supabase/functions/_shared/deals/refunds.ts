@@ -38,8 +38,8 @@ export interface RefundRequest {
   reason?: string;
   /** Take a released payout back from the seller first. */
   reverseTransfer: boolean;
-  /** The admin asking. */
-  actor: string;
+  /** The admin asking; null for a dispute case's outcome carried out by the job. */
+  actor: string | null;
 }
 
 /** States a deal's payment can be refunded from (completed only after reversing the payout). */
@@ -55,14 +55,14 @@ export async function refundDeal(ctx: Context, request: RefundRequest): Promise<
   const before = await settlementsOf(ctx.db, deal.id);
   if (before.refund?.status === "succeeded") return await settlementAnswer(ctx.db, deal.id);
   if (before.refund?.status !== "pending") {
-    refuseUnlessRefundable(deal, before, request);
+    refuseUnlessRefundable(deal, before, request, await caseOpen(ctx.db, deal.id));
     const dispute = deal.status === "completed" ? await decidingDispute(ctx, deal) : null;
     if (dispute) return await reverseForDispute(ctx, deal, before, dispute, request.actor);
   }
   const claim = await ctx.db.tx((sql) => claimRefund(sql, request));
-  const { row, resumed, current, payout } = claim;
+  const { row, resumed, current, settlements } = claim;
   if (row.status === "succeeded") return await settlementAnswer(ctx.db, deal.id);
-  if (payout?.status === "succeeded") await reversePayout(ctx, current, payout);
+  await reverseSellerTransfers(ctx, current, settlements);
   const refund = await makeRefund(ctx, current, row, resumed);
   return await ctx.db.tx(async (sql) => {
     await completeRefund(ctx, sql, deal.id, refund.id, request.actor);
@@ -70,12 +70,41 @@ export async function refundDeal(ctx: Context, request: RefundRequest): Promise<
   });
 }
 
+/** Whether a dispute case is open (or escalated) on deal `dealId`: its outcome decides the money. */
+async function caseOpen(sql: Sql, dealId: string): Promise<boolean> {
+  const row = await sql.one<{ hold: string | null }>(
+    "select public.deal_release_hold($1) as hold",
+    [dealId],
+  );
+  return row.hold === "case_open";
+}
+
+/** The transfers to the seller that went out (payout, holdback, repayout). */
+function paidTransfers(settlements: DealSettlements): SettlementRow[] {
+  return [settlements.payout, settlements.holdback, settlements.repayout].filter(
+    (row): row is SettlementRow => row?.status === "succeeded",
+  );
+}
+
 /** 409 unless the deal's payment may be refunded now. */
 function refuseUnlessRefundable(
   deal: DealRow,
-  { payout }: DealSettlements,
+  settlements: DealSettlements,
   request: RefundRequest,
+  withCaseOpen: boolean,
 ): void {
+  const { payout } = settlements;
+  if (withCaseOpen) {
+    throw conflict(
+      "Cannot refund: a dispute case is open on this deal; resolve it with resolve-deal-case (outcome refund)",
+      { reason: "case_open" },
+    );
+  }
+  if (settlements.partial_refund && settlements.partial_refund.status !== "failed") {
+    throw conflict("Cannot refund in full: a dispute case refunded part of the payment", {
+      reason: "partially_refunded",
+    });
+  }
   if (deal.status === "disputed") {
     throw conflict(
       "Cannot refund a disputed payment: the dispute decides where the money goes",
@@ -88,15 +117,19 @@ function refuseUnlessRefundable(
       status: deal.status,
     });
   }
-  if (payout?.status === "pending") {
+  const inFlight = [payout, settlements.holdback, settlements.repayout].some((row) =>
+    row?.status === "pending"
+  );
+  if (inFlight) {
     throw conflict("Cannot refund now: the payout to the seller is being released", {
       reason: "payout_in_progress",
     });
   }
-  if (payout?.status === "succeeded" && !request.reverseTransfer) {
+  const paid = paidTransfers(settlements);
+  if (paid.length > 0 && !request.reverseTransfer) {
     throw conflict(
       "Cannot refund: the seller has been paid out; pass reverseTransfer: true to take the payout back first",
-      { reason: "paid_out", payoutId: payout.payproc_id },
+      { reason: "paid_out", payoutId: paid[0]!.payproc_id },
     );
   }
 }
@@ -127,17 +160,19 @@ async function decidingDispute(ctx: Context, deal: DealRow): Promise<Stripe.Disp
 async function reverseForDispute(
   ctx: Context,
   deal: DealRow,
-  { payout }: DealSettlements,
+  settlements: DealSettlements,
   dispute: Stripe.Dispute,
-  actor: string,
+  actor: string | null,
 ): Promise<SettlementAnswer> {
-  if (payout?.status !== "succeeded") {
+  const paid = paidTransfers(settlements);
+  if (paid.length === 0) {
     throw conflict(
       "Cannot refund a disputed payment: the dispute decides where the buyer's money goes",
       { reason: "disputed" },
     );
   }
-  const reversalId = await reversePayout(ctx, deal, payout);
+  const payout = paid[0]!;
+  const reversalId = await reverseSellerTransfers(ctx, deal, settlements);
   return await ctx.db.tx(async (sql) => {
     const current = (await findDeal(sql, deal.id, { lock: true }))!;
     await recordDealEvent(
@@ -172,28 +207,28 @@ async function lostDisputeOf(sql: Sql, dealId: string): Promise<string | null> {
   return row?.id ?? null;
 }
 
-/** A claimed refund: its row, and the deal and payout as the claim saw them under the lock. */
+/** A claimed refund: its row, and the deal and its settlements as the claim saw them under the lock. */
 interface RefundClaim {
   row: SettlementRow;
   /** The row was pending already: another call is making it, or one died midway. */
   resumed: boolean;
   current: DealRow;
-  payout: SettlementRow | null;
+  settlements: DealSettlements;
 }
 
 /** Under the deal's lock: re-checks and writes the refund row `pending` (or finds it pending: `resumed`). */
 async function claimRefund(sql: Sql, request: RefundRequest): Promise<RefundClaim> {
   const deal = (await findDeal(sql, request.dealId, { lock: true }))!;
   const settlements = await settlementsOf(sql, deal.id, { lock: true });
-  const { refund, payout } = settlements;
+  const { refund } = settlements;
   const claimed = (row: SettlementRow, resumed: boolean) => ({
     row,
     resumed,
     current: deal,
-    payout,
+    settlements,
   });
   if (refund && refund.status !== "failed") return claimed(refund, true);
-  refuseUnlessRefundable(deal, settlements, request);
+  refuseUnlessRefundable(deal, settlements, request, await caseOpen(sql, deal.id));
   if (!deal.payproc_payment_intent_id) {
     throw conflict("Cannot refund: the deal has no payment", { reason: "no_payment" });
   }
@@ -211,10 +246,28 @@ async function claimRefund(sql: Sql, request: RefundRequest): Promise<RefundClai
 }
 
 /**
- * Takes the released payout back (once: the transfer is read first, the key
- * is per deal) and answers the reversal's id.
+ * Takes every transfer the seller was paid back (the payout, and a holdback
+ * or repayout when they went out) and answers the first reversal's id.
  */
-async function reversePayout(
+async function reverseSellerTransfers(
+  ctx: Context,
+  deal: DealRow,
+  settlements: DealSettlements,
+): Promise<string | null> {
+  let first: string | null = null;
+  for (const row of paidTransfers(settlements)) {
+    const reversal = await reverseTransfer(ctx, deal, row);
+    first ??= reversal;
+  }
+  return first;
+}
+
+/**
+ * Takes one transfer to the seller back (once: the transfer is read first;
+ * the key is `reversal:<dealId>` for the payout, `reversal:<kind>:<dealId>`
+ * for the others) and answers the reversal's id.
+ */
+async function reverseTransfer(
   ctx: Context,
   deal: DealRow,
   payout: SettlementRow,
@@ -228,8 +281,12 @@ async function reversePayout(
     try {
       const reversal = await payproc.transfers.createReversal(
         transfer.id,
-        { metadata: { deal_id: deal.id, kind: "payout_reversal" } },
-        { idempotencyKey: `reversal:${deal.id}` },
+        { metadata: { deal_id: deal.id, kind: `${payout.kind}_reversal` } },
+        {
+          idempotencyKey: payout.kind === "payout"
+            ? `reversal:${deal.id}`
+            : `reversal:${payout.kind}:${deal.id}`,
+        },
       );
       reversalId = reversal.id;
     } catch (error) {
@@ -241,7 +298,7 @@ async function reversePayout(
   return reversalId;
 }
 
-/** The payout with transfer `transferId` is `reversed` (idempotent). */
+/** The transfer to the seller with id `transferId` is `reversed` (idempotent). */
 export async function markPayoutReversed(
   sql: Sql,
   transferId: string,
@@ -250,7 +307,7 @@ export async function markPayoutReversed(
   const row = await sql.maybeOne(
     `update public.deal_settlements
      set status = 'reversed', payproc_reversal_id = coalesce(payproc_reversal_id, $2)
-     where kind = 'payout' and payproc_id = $1 and status = 'succeeded'
+     where kind in ('payout', 'holdback', 'repayout') and payproc_id = $1 and status = 'succeeded'
      returning id`,
     [transferId, reversalId],
   );

@@ -24,16 +24,19 @@ import {
 import { findDealByCharge, transitionDeal } from "./deal_rows.ts";
 import { OPEN_DISPUTE, recordLateDispute } from "./late_disputes.ts";
 import { completeRefund, markPayoutReversed } from "./refunds.ts";
+import { oweRepayout } from "./repayouts.ts";
 import { settlementsOf } from "./settlements.ts";
-import { completeStrayRefund, strayPaymentOfCharge } from "./stray_payments.ts";
+import { strayPaymentOfCharge } from "./stray_payments.ts";
+import { listStrayRefunds, settleStrayRefunds } from "./stray_refunds.ts";
 import { payprocFor } from "../platform/payproc.ts";
 
 type Read<T> = { object: T } | { refusal: string };
 
-/** A refunded charge, and its newest refund. */
+/** A refunded charge, its newest refund, and all of its refunds (newest first). */
 interface ChargeRead {
   charge: Stripe.Charge;
   refundId: string | null;
+  refunds: Stripe.Refund[];
 }
 
 const onChargeRefunded: WebhookHandler<EventOf<"charge.refunded">, Read<ChargeRead>> = {
@@ -41,8 +44,8 @@ const onChargeRefunded: WebhookHandler<EventOf<"charge.refunded">, Read<ChargeRe
     const payproc = await payprocFor(ctx);
     const charge = await orNullIfMissing(payproc.charges.retrieve(event.data.object.id));
     if (!charge) return { refusal: `charge "${event.data.object.id}" does not exist` };
-    const refunds = await payproc.refunds.list({ charge: charge.id, limit: 1 });
-    return { object: { charge, refundId: refunds.data[0]?.id ?? null } };
+    const refunds = await listStrayRefunds(payproc, { charge: charge.id });
+    return { object: { charge, refundId: refunds[0]?.id ?? null, refunds } };
   },
   async write({ sql, read, ctx }) {
     if ("refusal" in read) return skipped(read.refusal);
@@ -53,8 +56,12 @@ const onChargeRefunded: WebhookHandler<EventOf<"charge.refunded">, Read<ChargeRe
       if (!stray || !charge.refunded || refundId === null) {
         return skipped("no deal holds this charge");
       }
-      return await completeStrayRefund(ctx, sql, stray.intentId, refundId)
+      // Closed only once succeeded refunds cover the whole payment (stray_refunds.ts).
+      const settled = await settleStrayRefunds(ctx, sql, stray.intentId, read.object.refunds);
+      return settled?.moved === "refunded"
         ? applied(`a payment of deal ${stray.dealId} it could not take was refunded`)
+        : settled?.moved === "refund_pending"
+        ? applied(`a refund of a payment of deal ${stray.dealId} it could not take is pending`)
         : applied("already up to date");
     }
     if (!charge.refunded || refundId === null) {
@@ -88,7 +95,7 @@ async function applyDispute(
   }
   // The payout matters only once the money left escrow, or might have.
   const payoutOf = async () => (await settlementsOf(sql, deal.id)).payout;
-  const move = (to: "disputed" | "funded" | "refunded", cause: string) =>
+  const move = (to: "disputed" | "funded" | "in_handover" | "refunded", cause: string) =>
     transitionDeal(sql, deal.id, to, cause, { payprocObject: dispute.id });
   const open = OPEN_DISPUTE.includes(dispute.status);
   if (deal.status === "completed" || deal.status === "refunded") {
@@ -103,6 +110,13 @@ async function applyDispute(
     if (dispute.status === "lost" && (await payoutOf())?.status === "reversed") {
       await move("refunded", "dispute_lost");
       return applied(`deal ${deal.id} refunded (dispute lost after the payout was reversed)`);
+    }
+    // Won after the payout was taken back: the platform keeps the charge, so
+    // the seller is paid again — once (`repayouts.ts`).
+    if (dispute.status === "won" && await oweRepayout(ctx, sql, deal, dispute)) {
+      return applied(
+        `deal ${deal.id}: dispute won after the payout was reversed; the seller is paid again`,
+      );
     }
     return result;
   }
@@ -128,18 +142,43 @@ async function applyDispute(
     }
     return applied(`deal ${deal.id} refunded`);
   }
-  // won, warning_closed: the money stays (or is back) in escrow.
+  // won, warning_closed: the money stays (or is back) in escrow, and the
+  // deal goes back to where the dispute found it (funded, or in handover).
   if (deal.status !== "disputed") return applied("already up to date");
-  await move("funded", "dispute_won");
-  // A payout that went out while the dispute was open completes the deal now.
-  const payout = await payoutOf();
-  if (payout?.status === "succeeded") {
-    await transitionDeal(sql, deal.id, "completed", "payout_released", {
-      payprocObject: payout.payproc_id,
-    });
+  const back = await stateBeforeDispute(sql, deal.id);
+  await move(back, "dispute_won");
+  // A transfer that went out while the dispute was open: with nothing more
+  // owed (no holdback to come), the deal is complete now.
+  const { payout, holdback } = await settlementsOf(sql, deal.id);
+  const owed = await sql.one<{ holdback: string | null }>(
+    "select public.deal_transfer_amount($1, 'holdback')::text as holdback",
+    [deal.id],
+  );
+  const paidInFull = holdback?.status === "succeeded" ||
+    (payout?.status === "succeeded" && owed.holdback === null);
+  if (paidInFull) {
+    const last = holdback?.status === "succeeded" ? holdback : payout!;
+    await transitionDeal(
+      sql,
+      deal.id,
+      "completed",
+      last.kind === "holdback" ? "holdback_released" : "payout_released",
+      { payprocObject: last.payproc_id },
+    );
     return applied(`deal ${deal.id} completed (dispute won; the payout had gone out)`);
   }
-  return applied(`deal ${deal.id} funded`);
+  return applied(`deal ${deal.id} ${back.replace("_", " ")}`);
+}
+
+/** Where deal `dealId` was when its dispute opened: funded or in handover. */
+async function stateBeforeDispute(sql: Sql, dealId: string): Promise<"funded" | "in_handover"> {
+  const row = await sql.maybeOne<{ from_status: string }>(
+    `select from_status from public.deal_events
+     where deal_id = $1 and to_status = 'disputed' and from_status <> 'disputed'
+     order by id desc limit 1`,
+    [dealId],
+  );
+  return row?.from_status === "in_handover" ? "in_handover" : "funded";
 }
 
 /** Whether dispute `disputeId` moved deal `dealId`'s state before. */

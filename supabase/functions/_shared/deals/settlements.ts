@@ -1,7 +1,9 @@
 /**
- * A deal's settlements — the payout to the seller and the refund to the
- * buyer (`public.deal_settlements`, state machine in its migration): one
- * column list, their report shape, and the idempotency key of an attempt.
+ * A deal's settlements — the payout, the holdback and a repayout to the
+ * seller, the refund and a partial refund to the buyer
+ * (`public.deal_settlements`, state machine in its migration, the kinds in
+ * the escrow release migration): one column list, their report shape, and
+ * the idempotency key of an attempt.
  *
  * @module
  */
@@ -9,8 +11,11 @@ import type { z } from "zod";
 import type { DealStatus, Settlement } from "../../../../shared/deal_schemas.ts";
 import type { Sql } from "../platform/db.ts";
 
-/** Payout or refund. */
-export type SettlementKind = "payout" | "refund";
+/** What a settlement moves: a transfer to the seller, or money back to the buyer. */
+export type SettlementKind = TransferKind | "refund" | "partial_refund";
+
+/** The transfers to the seller: at release, the holdback later, a payout paid again. */
+export type TransferKind = "payout" | "holdback" | "repayout";
 
 /** A `public.deal_settlements` row. */
 export interface SettlementRow {
@@ -34,10 +39,13 @@ export const SETTLEMENT_COLUMNS = `s.id, s.deal_id, s.kind, s.status, s.amount::
   s.currency, s.attempt, s.destination_account, s.payproc_id, s.payproc_reversal_id, s.reason,
   s.last_error, s.updated_at`;
 
-/** A deal's payout and refund, when they exist. */
+/** A deal's settlements of each kind, when they exist. */
 export interface DealSettlements {
   payout: SettlementRow | null;
   refund: SettlementRow | null;
+  holdback: SettlementRow | null;
+  partial_refund: SettlementRow | null;
+  repayout: SettlementRow | null;
 }
 
 /** The deal's settlements (`lock` locks them, inside a transaction). */
@@ -52,9 +60,13 @@ export async function settlementsOf(
     }`,
     [dealId],
   );
+  const of = (kind: SettlementKind) => rows.find((row) => row.kind === kind) ?? null;
   return {
-    payout: rows.find((row) => row.kind === "payout") ?? null,
-    refund: rows.find((row) => row.kind === "refund") ?? null,
+    payout: of("payout"),
+    refund: of("refund"),
+    holdback: of("holdback"),
+    partial_refund: of("partial_refund"),
+    repayout: of("repayout"),
   };
 }
 
@@ -81,12 +93,18 @@ export function settlementKey(row: Pick<SettlementRow, "kind" | "deal_id" | "att
   return row.attempt === 1 ? base : `${base}:${row.attempt}`;
 }
 
-/** What release-deal-payout and refund-deal-payment answer: the deal's state and its settlements. */
+/** A settlement as reported, or null. */
+type Reported = z.input<typeof Settlement> | null;
+
+/** What release-deal-payout, refund-deal-payment and resolve-deal-case answer: the deal's state and its settlements. */
 export interface SettlementAnswer {
   dealId: string;
   status: DealStatus;
-  payout: z.input<typeof Settlement> | null;
-  refund: z.input<typeof Settlement> | null;
+  payout: Reported;
+  refund: Reported;
+  holdback: Reported;
+  partialRefund: Reported;
+  repayout: Reported;
 }
 
 /** The deal's current state and settlements, as answered to admins. */
@@ -95,12 +113,15 @@ export async function settlementAnswer(sql: Sql, dealId: string): Promise<Settle
     "select status from public.deals where id = $1",
     [dealId],
   );
-  const { payout, refund } = await settlementsOf(sql, dealId);
+  const rows = await settlementsOf(sql, dealId);
   return {
     dealId,
     status: deal.status,
-    payout: settlementReport(payout),
-    refund: settlementReport(refund),
+    payout: settlementReport(rows.payout),
+    refund: settlementReport(rows.refund),
+    holdback: settlementReport(rows.holdback),
+    partialRefund: settlementReport(rows.partial_refund),
+    repayout: settlementReport(rows.repayout),
   };
 }
 

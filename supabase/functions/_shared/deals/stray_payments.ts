@@ -7,16 +7,21 @@
  *    `deal_stray_payments` row per payment intent (a repeated or concurrent
  *    delivery finds it and records nothing), and the deal event
  *    `stray_payment_received`. The refund is queued for after the request.
- * 2. Refund, outside any transaction: the processor is asked whether the
- *    payment was refunded already, else to refund it with the idempotency
- *    key `stray-refund:<intent>` — however many callers try, one refund.
- * 3. Finish, in a short transaction: the row `refunded` (once, whoever
- *    finishes first: this module or the webhook's `charge.refunded`), the
- *    deal event `stray_payment_refunded`, the buyer and every admin told.
+ * 2. Refund, outside any transaction: every refund of the payment is read
+ *    from the processor and settled (`stray_refunds.ts`); if the refunds
+ *    that are not failed leave something unreturned, it is refunded with
+ *    the round's key — `stray-refund:<intent>` for the whole payment,
+ *    `stray-refund-rest:<intent>` for the rest after a partial refund (from
+ *    round 2 on with `:<round>`) — however many callers try, one refund.
+ * 3. Settle again, in a short transaction: `refunded` once succeeded
+ *    refunds cover the payment (the deal event `stray_payment_refunded`, the
+ *    buyer and every admin told), `refund_pending` while some are pending.
  *
  * A refusal (the processor will not refund it) marks the row `failed` and
  * asks the admins to refund by hand; a passing failure (processor down)
- * leaves it `pending` for the daily run's `stray-refunds` sub-job.
+ * leaves it `pending`. The daily run's `stray-refunds` sub-job refunds what
+ * is `pending` (also after a refund failed later and reopened it) and looks
+ * again at what is `refund_pending`.
  *
  * @module
  */
@@ -24,68 +29,31 @@ import type Stripe from "stripe";
 import { isRefusal } from "../platform/payproc_calls.ts";
 import type { Context } from "../platform/context.ts";
 import type { Sql } from "../platform/db.ts";
-import {
-  adminPaymentReturnedNotice,
-  adminPaymentReturnFailedNotice,
-  paymentReturnedNotice,
-  type StrayPaymentFacts,
-} from "../email/templates/deal_alerts.ts";
+import { adminPaymentReturnFailedNotice } from "../email/templates/deal_alerts.ts";
 import { type JobSkipped, runGuardedJob } from "../platform/jobs/guard.ts";
 import type { JobOutput } from "../platform/jobs/runs.ts";
 import { currencyCode, fromMinorUnits } from "../lib/money.ts";
 import { queueAdminAlert } from "../notifications/admin_alerts.ts";
 import { countNoticeOutcome } from "../notifications/counts.ts";
-import { type NoticeOutcome, queueNotice, withDelivery } from "../notifications/notify.ts";
+import { type NoticeOutcome, withDelivery } from "../notifications/notify.ts";
 import { chargeIdOf, recordDealEvent } from "./deal_rows.ts";
 import { payprocFor } from "../platform/payproc.ts";
+import {
+  factsOf,
+  listStrayRefunds,
+  OPEN_STRAY_STATUSES,
+  settleStrayRefunds,
+  type StrayReason,
+  strayRefundKey,
+  type StrayRow,
+  strayRow,
+  type StraySettlement,
+} from "./stray_refunds.ts";
 
-/** Why a deal could not take a payment (`deal_stray_payments.reason`). */
-export type StrayReason =
-  | "deal_cancelled"
-  | "deal_already_paid"
-  | "not_the_deal_payment"
-  | "amount_mismatch";
+export type { StrayReason } from "./stray_refunds.ts";
 
 /** The job name of the retry sub-job in `job_runs`. */
 export const STRAY_REFUNDS_JOB = "stray-refunds";
-
-/** A `deal_stray_payments` row with what the notices say about its deal. */
-interface StrayRow {
-  payproc_payment_intent_id: string;
-  deal_id: string;
-  payproc_charge_id: string | null;
-  amount: string;
-  currency: string;
-  reason: StrayReason;
-  status: "pending" | "refunded" | "failed";
-  buyer_id: string;
-  listing_title: string;
-}
-
-const STRAY_COLUMNS = `s.payproc_payment_intent_id, s.deal_id, s.payproc_charge_id,
-  s.amount::text as amount, s.currency, s.reason, s.status, d.buyer_id, l.title as listing_title`;
-
-function strayRow(sql: Sql, where: string, value: string): Promise<StrayRow | null> {
-  return sql.maybeOne<StrayRow>(
-    `select ${STRAY_COLUMNS}
-     from public.deal_stray_payments s
-       join public.deals d on d.id = s.deal_id
-       join public.listings l on l.id = d.listing_id
-     where s.${where} = $1`,
-    [value],
-  );
-}
-
-function factsOf(row: StrayRow): StrayPaymentFacts {
-  return {
-    dealId: row.deal_id,
-    listingTitle: row.listing_title,
-    amount: row.amount,
-    currency: row.currency,
-    reason: row.reason,
-    paymentIntentId: row.payproc_payment_intent_id,
-  };
-}
 
 /**
  * Records succeeded payment `intent` of deal `dealId` as stray in
@@ -117,107 +85,115 @@ export async function recordStrayPayment(
   return true;
 }
 
-/** What one refund attempt of a stray payment ended in. */
-export type StrayRefundResult = "refunded" | "failed" | "already_done";
+/**
+ * What one refund attempt of a stray payment ended in: `refunded` (closed
+ * now), `refund_pending` (a pending refund made or found now), `waiting`
+ * (still on a pending refund), `failed` (the processor refused),
+ * `already_done` (not open, or someone else finished it).
+ */
+export type StrayRefundResult =
+  | "refunded"
+  | "refund_pending"
+  | "waiting"
+  | "failed"
+  | "already_done";
+
+/** What {@linkcode refundStrayPayment} did. */
+export interface StrayRefundOutcome {
+  result: StrayRefundResult;
+  /** Refunds found failed or cancelled after they were made (the payment reopened). */
+  reversed: string[];
+  notices: NoticeOutcome[];
+}
 
 /**
- * Refunds stray payment `intentId` if it is still pending (see the module
- * doc). Throws when the processor failed for a passing reason (the row stays
- * pending, its attempt counted); answers what became of it otherwise.
+ * Refunds stray payment `intentId` if it is still open (see the module doc):
+ * settles it by the refunds the processor has, refunds what they leave, and
+ * settles again. Throws when the processor failed for a passing reason (the
+ * row stays as it was, its attempt counted); answers what became of it
+ * otherwise.
  */
 export async function refundStrayPayment(
   ctx: Context,
   intentId: string,
-): Promise<{ result: StrayRefundResult; notices: NoticeOutcome[] }> {
+): Promise<StrayRefundOutcome> {
   const row = await strayRow(ctx.db, "payproc_payment_intent_id", intentId);
-  if (!row || row.status !== "pending") return { result: "already_done", notices: [] };
-  let refund: Stripe.Refund;
+  if (!row || !OPEN_STRAY_STATUSES.includes(row.status)) {
+    return { result: "already_done", reversed: [], notices: [] };
+  }
+  const payproc = await payprocFor(ctx);
+  const notices: NoticeOutcome[] = [];
+  const reversed: string[] = [];
+  let moved: StraySettlement["moved"] = null;
+  const settle = async (refunds: Stripe.Refund[]): Promise<StraySettlement | null> => {
+    const settled = await ctx.db.tx((sql) => settleStrayRefunds(ctx, sql, intentId, refunds));
+    if (settled) {
+      notices.push(...settled.notices);
+      reversed.push(...settled.reversed);
+      moved = settled.moved ?? moved;
+    }
+    return settled;
+  };
+  const outcome = (settled: StraySettlement | null): StrayRefundOutcome => {
+    const result: StrayRefundResult = moved === "refunded" || moved === "refund_pending"
+      ? moved
+      : settled?.status === "refund_pending"
+      ? "waiting"
+      : "already_done";
+    return { result, reversed, notices };
+  };
   try {
-    refund = await findOrMakeRefund(ctx, row);
+    const refunds = await listStrayRefunds(payproc, { payment_intent: intentId });
+    const first = await settle(refunds);
+    if (first?.status !== "pending") return outcome(first);
+    const made = await makeRefund(payproc, row, first);
+    const second = await settle([made, ...refunds.filter((r) => r.id !== made.id)]);
+    if (second?.status === "pending") {
+      // The key answered with a refund that failed since (made by a process
+      // that ended before recording it): the round moved on, so the next
+      // attempt has a new key.
+      throw new Error(`Refund ${made.id} of payment ${intentId} is ${made.status}`);
+    }
+    return outcome(second);
   } catch (error) {
     if (isRefusal(error)) {
-      return { result: "failed", notices: await recordRefundRefused(ctx, row, error.message) };
+      // Refunds made meanwhile (charge_already_refunded) may cover it: read again first.
+      const again = await listStrayRefunds(payproc, { payment_intent: intentId })
+        .then(settle, () => null);
+      if (again && again.status !== "pending") return outcome(again);
+      notices.push(...await recordRefundRefused(ctx, row, error.message));
+      return { result: "failed", reversed, notices };
     }
     await ctx.db.query(
       `update public.deal_stray_payments set attempts = attempts + 1, last_error = $2
-       where payproc_payment_intent_id = $1 and status = 'pending'`,
+       where payproc_payment_intent_id = $1 and status in ('pending', 'refund_pending')`,
       [intentId, String(error instanceof Error ? error.message : error).slice(0, 1000)],
     );
     throw error;
   }
-  const notices = await ctx.db.tx((sql) => completeStrayRefund(ctx, sql, intentId, refund.id));
-  return { result: notices === null ? "already_done" : "refunded", notices: notices ?? [] };
-}
-
-/** The payment's refund: one already at the processor (ours or the dashboard's), else a new one. */
-async function findOrMakeRefund(ctx: Context, row: StrayRow): Promise<Stripe.Refund> {
-  const payproc = await payprocFor(ctx);
-  const existing = await payproc.refunds.list({
-    payment_intent: row.payproc_payment_intent_id,
-    limit: 10,
-  });
-  const made = existing.data.find((r) => r.status !== "failed" && r.status !== "canceled");
-  if (made) return made;
-  return await payproc.refunds.create(
-    {
-      payment_intent: row.payproc_payment_intent_id,
-      reason: row.reason === "deal_already_paid" ? "duplicate" : "requested_by_customer",
-      metadata: { deal_id: row.deal_id, kind: "stray_payment", reason: row.reason },
-    },
-    { idempotencyKey: `stray-refund:${row.payproc_payment_intent_id}` },
-  );
 }
 
 /**
- * In transaction `sql`: stray payment `intentId` is `refunded` by `refundId`
- * (once: null when it was not pending any more), recorded on its deal, and
- * the buyer and every admin are told. Also used by `charge.refunded`.
+ * Refunds what the refunds of `settled` leave of stray payment `row`: the
+ * whole payment, or the rest after a partial refund, with the round's key.
  */
-export async function completeStrayRefund(
-  ctx: Context,
-  sql: Sql,
-  intentId: string,
-  refundId: string,
-): Promise<NoticeOutcome[] | null> {
-  const done = await sql.maybeOne(
-    `update public.deal_stray_payments
-     set status = 'refunded', payproc_refund_id = $2, refunded_at = now(), last_error = null
-     where payproc_payment_intent_id = $1 and status in ('pending', 'failed')
-     returning payproc_payment_intent_id`,
-    [intentId, refundId],
+async function makeRefund(
+  payproc: Stripe,
+  row: StrayRow,
+  settled: StraySettlement,
+): Promise<Stripe.Refund> {
+  const intentId = row.payproc_payment_intent_id;
+  const rest = settled.standing.partial;
+  return await payproc.refunds.create(
+    {
+      payment_intent: intentId,
+      // The whole payment is what is left of it; the rest is named.
+      ...(rest ? { amount: settled.standing.rest } : {}),
+      reason: row.reason === "deal_already_paid" ? "duplicate" : "requested_by_customer",
+      metadata: { deal_id: row.deal_id, kind: "stray_payment", reason: row.reason },
+    },
+    { idempotencyKey: strayRefundKey(intentId, settled.round, rest) },
   );
-  if (!done) return null;
-  const row = (await strayRow(sql, "payproc_payment_intent_id", intentId))!;
-  await recordDealEvent(sql, row.deal_id, "stray_payment_refunded", refundId, {
-    detail: { payment_intent: intentId, amount: row.amount, currency: row.currency },
-  });
-  const facts = factsOf(row);
-  const buyer = paymentReturnedNotice(facts);
-  const outcomes = [
-    await queueNotice(ctx, sql, {
-      userId: row.buyer_id,
-      type: "payments",
-      title: buyer.title,
-      body: buyer.body,
-      link: `/deals/${row.deal_id}`,
-      data: { dealId: row.deal_id, paymentIntentId: intentId, refundId },
-      key: `stray-refund:${intentId}`,
-      email: { emailType: "payment_returned", content: buyer.email },
-    }),
-  ];
-  const admins = adminPaymentReturnedNotice({ ...facts, refundId });
-  outcomes.push(
-    ...await queueAdminAlert(ctx, sql, {
-      key: `stray-refund:${intentId}`,
-      title: admins.title,
-      body: admins.body,
-      link: `/admin/deals/${row.deal_id}`,
-      data: { dealId: row.deal_id, paymentIntentId: intentId, refundId, reason: row.reason },
-      emailType: "admin_payment_returned",
-      email: admins.email,
-    }),
-  );
-  return outcomes;
 }
 
 /** The processor refused the refund: `failed`, recorded on the deal, admins asked to act (once). */
@@ -227,11 +203,11 @@ async function recordRefundRefused(
   error: string,
 ): Promise<NoticeOutcome[]> {
   return await ctx.db.tx(async (sql) => {
-    const failed = await sql.maybeOne(
+    const failed = await sql.maybeOne<{ refund_round: number }>(
       `update public.deal_stray_payments set status = 'failed', last_error = $2,
          attempts = attempts + 1
        where payproc_payment_intent_id = $1 and status = 'pending'
-       returning payproc_payment_intent_id`,
+       returning refund_round`,
       [row.payproc_payment_intent_id, error.slice(0, 1000)],
     );
     if (!failed) return [];
@@ -244,7 +220,10 @@ async function recordRefundRefused(
     );
     const alert = adminPaymentReturnFailedNotice({ ...factsOf(row), error });
     return await queueAdminAlert(ctx, sql, {
-      key: `stray-refund-failed:${row.payproc_payment_intent_id}`,
+      // Once per round: a payment reopened after its refund failed may be refused again.
+      key: failed.refund_round > 1
+        ? `stray-refund-failed:${row.payproc_payment_intent_id}:${failed.refund_round}`
+        : `stray-refund-failed:${row.payproc_payment_intent_id}`,
       title: alert.title,
       body: alert.body,
       link: `/admin/deals/${row.deal_id}`,
@@ -272,24 +251,31 @@ export async function strayPaymentOfCharge(
 
 /**
  * The daily run's sub-job `stray-refunds`: refunds every stray payment still
- * pending (one the request that found it could not refund: processor down,
- * process ended). A payment the processor still fails on is a failed item,
- * so the run answers 500 and someone looks.
+ * pending (one the request that found it could not refund — processor down,
+ * process ended — or one reopened because its refund failed later) and looks
+ * again at every one waiting on a pending refund, closing it once the refund
+ * succeeded. A payment the processor still fails on is a failed item, so the
+ * run answers 500 and someone looks. Items: `refunded`, `refund_pending`,
+ * `refund_refused`, `reversed` (payments whose refund was found failed).
  */
 export function runStrayRefunds(ctx: Context): Promise<JobOutput | JobSkipped> {
   return runGuardedJob(ctx, STRAY_REFUNDS_JOB, {}, async (tally) => {
-    const pending = await ctx.db.query<{ id: string }>(
+    const open = await ctx.db.query<{ id: string }>(
       `select payproc_payment_intent_id as id from public.deal_stray_payments
-       where status = 'pending' order by created_at limit 500`,
+       where status in ('pending', 'refund_pending') order by created_at limit 500`,
     );
     const notices: NoticeOutcome[] = [];
-    for (const { id } of pending) {
+    for (const { id } of open) {
       tally.scanned += 1;
       const outcome = await tally.attempt(id, () => refundStrayPayment(ctx, id));
       if (!outcome) continue;
       if (outcome.result === "refunded") tally.list("refunded", id);
+      if (outcome.result === "refund_pending") tally.list("refund_pending", id);
       if (outcome.result === "failed") tally.list("refund_refused", id);
-      if (outcome.result !== "already_done") tally.changed += 1;
+      if (outcome.result === "waiting") tally.count("waiting");
+      if (outcome.reversed.length > 0) tally.list("reversed", id);
+      const changed = !["already_done", "waiting"].includes(outcome.result);
+      if (changed || outcome.reversed.length > 0) tally.changed += 1;
       notices.push(...outcome.notices);
     }
     for (const outcome of await withDelivery(ctx, notices)) countNoticeOutcome(tally, outcome);

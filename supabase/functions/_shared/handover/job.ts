@@ -13,8 +13,11 @@
  *    without terms) of the last delivery are confirmed, with
  *    `confirmation = inspection_lapsed`.
  * 4. Completion: a deal in handover whose every step is confirmed is stamped
- *    ready for payout (`handover_completed_at`, `handover_completion`), and
- *    the seller and every admin are told, in the same transaction.
+ *    complete (`handover_completed_at`, `handover_completion`) and its
+ *    inspection window starts (`inspection_ends_at`: the payout is released
+ *    by `deal-deadlines` when it ends without a dispute case); the buyer and
+ *    the seller are told, in the same transaction. (Admins are not: the
+ *    release needs none of them.)
  * 5. Reminders: the party who is late by a day (see `due.ts`) is reminded,
  *    at most once per day of lateness (notice key
  *    `handover-reminder:<deal>:<role>:<day>`).
@@ -35,15 +38,14 @@ import {
   handoverCompleteSellerNotice,
   handoverLink,
   type HandoverNotice,
-  readyForPayoutAdminNotice,
   sellerReminderNotice,
 } from "../email/templates/handover.ts";
+import { ESCROW_EMAIL_TYPES, inspectionStartedNotice } from "../email/templates/escrow_release.ts";
 import { type JobSkipped, runGuardedJob } from "../platform/jobs/guard.ts";
 import type { JobOutput } from "../platform/jobs/runs.ts";
 import type { JobTally } from "../platform/jobs/tally.ts";
 import { countNoticeOutcome } from "../notifications/counts.ts";
 import {
-  adminIds,
   type Notice,
   type NoticeOutcome,
   queueNotice,
@@ -70,7 +72,7 @@ export function runApaAutoHandover(ctx: Context): Promise<JobOutput | JobSkipped
     await settleUploads(ctx, now, tally);
     await startHandovers(ctx, tally);
     await confirmLapsedInspections(ctx, now, days, tally);
-    await completeHandovers(ctx, now, tally);
+    await completeHandovers(ctx, now, days, tally);
     await remindLateParties(ctx, now, days, tally);
   });
 }
@@ -152,26 +154,70 @@ async function confirmLapsedInspections(
   });
 }
 
-/** Phase 4: fully confirmed handovers are stamped ready for payout; seller and admins told. */
-async function completeHandovers(ctx: Context, now: Date, tally: JobTally): Promise<void> {
+/**
+ * Phase 4: fully confirmed handovers are stamped complete, and the buyer's
+ * inspection window starts (`inspection_ends_at` = completion + the agreed
+ * `inspection_days`, else `days`); the buyer and the seller are told.
+ */
+async function completeHandovers(
+  ctx: Context,
+  now: Date,
+  days: number,
+  tally: JobTally,
+): Promise<void> {
   const written: NoticeOutcome[] = [];
   const due = await dealsFullyConfirmed(ctx.db);
   await eachDeal(ctx, tally, "ready_for_payout", due, async (sql, id) => {
     if ((await dealsFullyConfirmed(sql, id)).length === 0) return false;
-    const deal = await sql.one<CompletedHandover & { sellerId: string }>(
+    const deal = await sql.one<
+      CompletedHandover & {
+        sellerId: string;
+        buyerId: string;
+        holdbackAmount: string | null;
+        holdbackDays: number;
+      }
+    >(
       `update public.deals d set
          handover_completed_at = $2,
          handover_completion = case when exists (
            select 1 from public.deal_handover_steps s
            where s.deal_id = d.id and s.confirmation = 'inspection_lapsed'
-         ) then 'inspection_lapsed' else 'buyer_confirmed' end
+         ) then 'inspection_lapsed' else 'buyer_confirmed' end,
+         inspection_ends_at = $2::timestamptz
+           + make_interval(days => coalesce((d.terms ->> 'inspection_days')::integer, $3))
        from public.listings l
        where d.id = $1 and l.id = d.listing_id
-       returning d.id, l.title as "listingTitle", d.seller_id as "sellerId", d.currency,
-         (d.amount - d.commission)::text as "sellerNet", d.handover_completion as completion`,
-      [id, now],
+       returning d.id, l.title as "listingTitle", d.seller_id as "sellerId",
+         d.buyer_id as "buyerId", d.currency,
+         public.deal_transfer_amount(d.id, 'payout')::text as "sellerNet",
+         d.handover_completion as completion,
+         d.inspection_ends_at as "inspectionEndsAt",
+         public.deal_transfer_amount(d.id, 'holdback')::text as "holdbackAmount",
+         coalesce((d.terms ->> 'holdback_days')::integer, 0) as "holdbackDays"`,
+      [id, now, days],
     );
     const key = `handover-complete:${id}`;
+    const started = inspectionStartedNotice({
+      dealId: id,
+      listingTitle: deal.listingTitle,
+      currency: deal.currency,
+      inspectionEndsAt: deal.inspectionEndsAt,
+      payoutAmount: deal.sellerNet,
+      holdbackAmount: deal.holdbackAmount,
+      holdbackDays: deal.holdbackDays,
+    });
+    written.push(
+      await queueNotice(ctx, sql, {
+        userId: deal.buyerId,
+        type: "handover",
+        title: started.title,
+        body: started.body,
+        link: handoverLink(id),
+        data: { dealId: id, kind: "inspection_started", inspectionEndsAt: deal.inspectionEndsAt },
+        key: `inspection-started:${id}`,
+        email: { emailType: ESCROW_EMAIL_TYPES.inspectionStartedNotice, content: started.email },
+      }),
+    );
     written.push(
       await queueNotice(
         ctx,
@@ -183,19 +229,6 @@ async function completeHandovers(ctx: Context, now: Date, tally: JobTally): Prom
         }),
       ),
     );
-    for (const adminId of await adminIds(sql)) {
-      written.push(
-        await queueNotice(
-          ctx,
-          sql,
-          notice(adminId, readyForPayoutAdminNotice(deal), {
-            key,
-            emailType: "handover_complete",
-            data: { dealId: id, kind: "ready_for_payout", completion: deal.completion },
-          }),
-        ),
-      );
-    }
     return true;
   });
   for (const outcome of await withDelivery(ctx, written)) countNoticeOutcome(tally, outcome);

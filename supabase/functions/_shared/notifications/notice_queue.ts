@@ -25,7 +25,11 @@
  *
  * @module
  */
-import { NOTICE_EMAIL_TYPES, type NoticeKind } from "../../../../shared/notice_kinds.ts";
+import {
+  NOTICE_ADMIN_EMAIL_TYPES,
+  NOTICE_EMAIL_TYPES,
+  type NoticeKind,
+} from "../../../../shared/notice_kinds.ts";
 import { retryDueEmailsOf } from "../email/retry.ts";
 import type { Context } from "../platform/context.ts";
 import { inSavepoint, type Sql } from "../platform/db.ts";
@@ -54,8 +58,10 @@ export const NOTICE_MAX_ATTEMPTS = 5;
  */
 export const NOTICE_STALE_AFTER_MS = 3 * 60_000;
 
-/** The e-mail types the queue writes (retried by its runs). */
-const NOTICE_EMAIL_TYPE_NAMES = [...new Set(Object.values(NOTICE_EMAIL_TYPES))];
+/** The e-mail types the queue writes, the parties' and the admins' (retried by its runs). */
+const NOTICE_EMAIL_TYPE_NAMES = [
+  ...new Set([...Object.values(NOTICE_EMAIL_TYPES), ...Object.values(NOTICE_ADMIN_EMAIL_TYPES)]),
+];
 
 /** A claimed row of `notice_queue`. */
 export interface QueuedNotice {

@@ -92,14 +92,24 @@ function sqlOn(target: Queryable): Sql {
 /**
  * Maps database failures a client should see: connection-level failures
  * become 503; our state machines' refusals (SQLSTATE PT409, raised with
- * messages written for clients) become 409, and privilege refusals (42501,
+ * messages written for clients) become 409 (with the hint, when there is
+ * one, as `details.reason`), and privilege refusals (42501,
  * from RLS and grants under `asUser`) 403. Other SQL errors stay as they are
  * (a 500: a bug to fix).
  */
 function mapDbError(error: unknown): unknown {
   if (error instanceof Error) {
     const code = (error as { code?: unknown }).code;
-    if (code === "PT409") return new HttpError(409, "conflict", error.message);
+    if (code === "PT409") {
+      // The hint, when the refusal names one, is its machine-readable reason.
+      const hint = (error as { hint?: unknown }).hint;
+      return new HttpError(
+        409,
+        "conflict",
+        error.message,
+        typeof hint === "string" && hint ? { reason: hint } : undefined,
+      );
+    }
     if (code === "42501") {
       return new HttpError(403, "forbidden", "Cannot do this: the database refused the change");
     }

@@ -96,3 +96,25 @@ sqlTest("ESCROW_ALERT_DAYS moves the warning earlier", async () => {
   const [notice] = await escrowNotices(setup.admin.id, deal.id);
   assert.match(notice?.body ?? "", /59 days left/);
 });
+
+sqlTest(
+  "escrow-alerts flags a deal on the run 75 days and 1 hour after its funding, not on the one 74 days and 23 hours after",
+  async () => {
+    // Funded at a time of day after the daily run: the run of day 75 comes
+    // 74 days and 23 hours on (too early), the next one 75 days and 1 hour
+    // on, and that one must flag it — a day late, never two.
+    const deal = await payableDeal(setup, { handover: false });
+    const hour = 1 / 24;
+    assert.ok(!(await runDaily(75 - hour, "escrow-74d23h")).includes(deal.id));
+    assert.equal((await escrowNotices(setup.admin.id, deal.id)).length, 0);
+    assert.ok(!(await dealEvents(db.pool, deal.id)).includes("funded→funded:escrow_hold_flagged"));
+
+    assert.ok((await runDaily(75 + hour, "escrow-75d1h")).includes(deal.id));
+    for (const admin of admins) {
+      const notices = await escrowNotices(admin.id, deal.id);
+      assert.equal(notices.length, 1);
+      assert.match(notices[0]?.body ?? "", /held in escrow for 75 days/);
+      assert.match(notices[0]?.body ?? "", /15 days left/);
+    }
+  },
+);

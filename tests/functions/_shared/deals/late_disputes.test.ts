@@ -315,8 +315,8 @@ sqlTest(
     );
     assert.equal((await dealState(db.pool, deal.id)).status, "completed");
     assert.deepEqual((await dealEvents(db.pool, deal.id)).slice(-2), [
-      "disputed→funded:dispute_won",
-      "funded→completed:payout_released",
+      "disputed→in_handover:dispute_won",
+      "in_handover→completed:payout_released",
     ]);
   },
 );
@@ -369,5 +369,51 @@ sqlTest(
     );
     assert.deepEqual(rows[0], { attempt: 2, payproc_id: made.id });
     assert.equal((await dealState(db.pool, deal.id)).status, "completed");
+  },
+);
+
+sqlTest(
+  "the payout taken back for a dispute the platform then wins is paid again once, the admins told; the events again change nothing",
+  async () => {
+    const deal = await completedDeal();
+    const dispute = double.disputeCharge(deal.charge);
+    await deliver(setup, double.event("charge.dispute.created", dispute));
+    const reversed = await invoke<SettlementAnswer>(refund, runtime, {
+      token: await keys.userToken(setup.admin),
+      body: { dealId: deal.id, reverseTransfer: true },
+    });
+    assert.equal(reversed.status, 200, JSON.stringify(reversed.body));
+    assert.equal(reversed.body.payout?.status, "reversed");
+
+    const won = double.closeDispute(dispute.id, "won");
+    const answers = await Promise.all([
+      deliver(setup, double.event("charge.dispute.closed", won)),
+      deliver(setup, double.event("charge.dispute.closed", won)),
+    ]);
+    for (const answer of answers) assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    await deliver(setup, double.event("charge.dispute.updated", won));
+
+    const repaid = double.all("transfer").filter((t) =>
+      t.metadata?.deal_id === deal.id && t.metadata?.kind === "repayout"
+    );
+    assert.equal(repaid.length, 1);
+    assert.equal(repaid[0]?.amount, 112_500);
+    assert.equal(repaid[0]?.destination, deal.accountId);
+    assert.ok(
+      double.requestsTo("POST", "/v1/transfers").some((r) =>
+        r.headers.get("idempotency-key") === `repayout:${deal.id}`
+      ),
+    );
+    const { rows } = await db.pool.query(
+      `select status, amount::text as amount from public.deal_settlements
+       where deal_id = $1 and kind = 'repayout'`,
+      [deal.id],
+    );
+    assert.deepEqual(rows, [{ status: "succeeded", amount: "1125.00" }]);
+    assert.equal((await dealState(db.pool, deal.id)).status, "completed");
+    const events = await dealEvents(db.pool, deal.id);
+    assert.equal(events.filter((e) => e.endsWith(":payout_owed_after_dispute_won")).length, 1);
+    assert.equal(events.filter((e) => e.endsWith(":payout_repaid_after_dispute_won")).length, 1);
+    assert.deepEqual(await adminNotices(`repayout:${deal.id}`), [1, 1]);
   },
 );

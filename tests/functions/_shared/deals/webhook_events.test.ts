@@ -92,7 +92,7 @@ sqlTest(
 );
 
 sqlTest(
-  "disputes: opened → disputed, won → funded again, lost → refunded; each replay changes nothing",
+  "disputes: opened → disputed, won → back in handover, lost → refunded; each replay changes nothing",
   async () => {
     const won = await payableDeal(setup);
     const wonCharge = (await dealState(db.pool, won.id)).payproc_charge_id!;
@@ -103,10 +103,11 @@ sqlTest(
     const closed = double.event("charge.dispute.closed", double.closeDispute(opened.id, "won"));
     await deliver(setup, closed);
     await deliver(setup, closed);
-    assert.equal((await dealState(db.pool, won.id)).status, "funded");
+    // Back where the dispute found it: in the handover.
+    assert.equal((await dealState(db.pool, won.id)).status, "in_handover");
     assert.deepEqual((await dealEvents(db.pool, won.id)).slice(-2), [
       "in_handover→disputed:dispute_opened",
-      "disputed→funded:dispute_won",
+      "disputed→in_handover:dispute_won",
     ]);
     // The creation event delivered again: the dispute is closed now, nothing reopens.
     const replay = await deliver<WebhookAnswer>(
@@ -114,7 +115,7 @@ sqlTest(
       double.event("charge.dispute.created", opened),
     );
     assert.equal(replay.body.detail, "already up to date");
-    assert.equal((await dealState(db.pool, won.id)).status, "funded");
+    assert.equal((await dealState(db.pool, won.id)).status, "in_handover");
 
     // Out of order: the closing (lost) arrives before the opening.
     const lost = await payableDeal(setup);

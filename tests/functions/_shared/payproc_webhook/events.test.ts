@@ -20,6 +20,7 @@ Deno.test("the dispatch tables: billing and deal events on the platform, account
     "charge.dispute.closed",
     "charge.dispute.created",
     "charge.dispute.updated",
+    "charge.refund.updated",
     "charge.refunded",
     "checkout.session.completed",
     "customer.subscription.created",
@@ -35,6 +36,7 @@ Deno.test("the dispatch tables: billing and deal events on the platform, account
     "payment_intent.payment_failed",
     "payment_intent.processing",
     "payment_intent.succeeded",
+    "refund.failed",
     "transfer.reversed",
   ]);
   assert.deepEqual(Object.keys(CONNECT_HANDLERS), ["account.updated"]);

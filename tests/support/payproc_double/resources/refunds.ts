@@ -2,6 +2,11 @@
  * Refunds: create against a payment intent's (or charge's) captured,
  * not yet refunded amount (refused with `charge_disputed` while a dispute
  * holds the charge, or after it was lost); retrieve, update metadata, list.
+ * A refund starts `succeeded` unless the store's `newRefundStatus` says
+ * otherwise; {@linkcode setRefundStatus} moves it later as the processor
+ * would (a pending refund succeeding or failing, a succeeded one failing
+ * when the card was closed), giving a failed or canceled refund's amount
+ * back to its charge.
  *
  * @module
  */
@@ -11,7 +16,22 @@ import { filterCreated, listPage } from "../lists.ts";
 import { applyMetadata, optInt, optString, requireOneOf } from "../params.ts";
 import { type Route, route } from "../router.ts";
 import type { PayprocStore } from "../store.ts";
-import type { KindMap } from "../types.ts";
+import type { KindMap, RefundStatus } from "../types.ts";
+
+/** Options of {@linkcode setRefundStatus}. */
+export interface RefundStatusOptions {
+  /** Why a refund failed (`failure_reason`); default `expired_or_canceled_card`. */
+  failureReason?: string;
+}
+
+/** The moves {@linkcode setRefundStatus} allows, by the refund's status (failed and canceled are final). */
+const REFUND_MOVES: Record<string, readonly RefundStatus[]> = {
+  pending: ["requires_action", "succeeded", "failed", "canceled"],
+  requires_action: ["pending", "succeeded", "failed", "canceled"],
+  succeeded: ["failed"],
+  failed: [],
+  canceled: [],
+};
 
 /** Creates a refund against a payment intent's (or a charge's) captured amount. */
 export function createRefund(store: PayprocStore, params: FormObject): KindMap["refund"] {
@@ -82,9 +102,45 @@ export function createRefund(store: PayprocStore, params: FormObject): KindMap["
       : null,
     receipt_number: null,
     source_transfer_reversal: null,
-    status: "succeeded",
+    status: store.newRefundStatus,
     transfer_reversal: null,
   });
+}
+
+/**
+ * Moves `refund` to `status` as the processor would: a pending refund
+ * succeeds, fails or is canceled; a succeeded one may still fail (the card
+ * was closed). A failed or canceled refund gives its amount back to the
+ * charge (`amount_refunded`, `refunded`), which can be refunded again.
+ * Throws for a move the processor never makes (out of `failed` or
+ * `canceled`, or a succeeded refund back to pending).
+ */
+export function setRefundStatus(
+  store: PayprocStore,
+  refund: KindMap["refund"],
+  status: RefundStatus,
+  options: RefundStatusOptions = {},
+): KindMap["refund"] {
+  const from = refund.status ?? "pending";
+  if (from === status) return refund;
+  if (!(REFUND_MOVES[from] ?? []).includes(status)) {
+    throw new Error(`A refund cannot move from ${from} to ${status} (refund ${refund.id})`);
+  }
+  refund.status = status;
+  if (status === "failed" || status === "canceled") {
+    const chargeId = typeof refund.charge === "string" ? refund.charge : refund.charge?.id;
+    const charge = chargeId ? store.get("charge", chargeId) : undefined;
+    if (charge) {
+      charge.amount_refunded = Math.max(0, charge.amount_refunded - refund.amount);
+      charge.refunded = charge.amount_refunded >= charge.amount_captured &&
+        charge.amount_captured > 0;
+    }
+  }
+  if (status === "failed") {
+    refund.failure_reason = options.failureReason ?? "expired_or_canceled_card";
+    refund.failure_balance_transaction = store.newId("txn_");
+  }
+  return refund;
 }
 
 /** The refund endpoints. */
@@ -112,6 +168,15 @@ export const refundRoutes: Route[] = [
     const refund = store.require("refund", path.id);
     refund.metadata = applyMetadata(refund.metadata ?? {}, params);
     return refund;
+  }),
+  route("POST", "/v1/refunds/:id/cancel", [], ({ store, path }) => {
+    const refund = store.require("refund", path.id);
+    if (refund.status !== "requires_action") {
+      throw invalidRequest(
+        `Refund ${refund.id} cannot be canceled because it has a status of ${refund.status}. Only refunds with a status of requires_action can be canceled.`,
+      );
+    }
+    return setRefundStatus(store, refund, "canceled");
   }),
   route("GET", "/v1/refunds", [
     "charge",

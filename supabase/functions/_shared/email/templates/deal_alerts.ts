@@ -1,7 +1,8 @@
 /**
  * Notices of deal money that needs attention: a payment the platform
- * returned on its own (to the buyer and to admins) or could not return, a
- * dispute after the money left escrow, and funds held in escrow close to the
+ * returned on its own (to the buyer and to admins), could not return, or
+ * whose refund failed after it was made (to admins), a dispute after the
+ * money left escrow, and funds held in escrow close to the
  * processor's limit (to admins). Each is an in-app notice and an e-mail that
  * say the same thing.
  *
@@ -107,6 +108,45 @@ export function adminPaymentReturnFailedNotice(
       subject: `Action needed: refund ${paid} for "${facts.listingTitle}" by hand`,
       quote: facts.error,
       items: [{ title: `Payment ${facts.paymentIntentId}` }],
+      action: { label: "Open the deal", url: adminDealLink(facts.dealId) },
+    },
+  );
+}
+
+/** To admins: a refund of a stray payment failed (or was cancelled) after it was made. */
+export function adminPaymentReturnReversedNotice(
+  facts: StrayPaymentFacts & {
+    refundId: string;
+    /** The refund's amount, in major units of the payment's currency. */
+    refundAmount: string;
+    /** `failed` or `canceled`. */
+    refundStatus: string;
+    /** The processor's `failure_reason`, if it gave one. */
+    failureReason: string | null;
+    /** Whether the buyer had been told the payment was refunded. */
+    buyerWasTold: boolean;
+  },
+): DealAlertNotice {
+  const paid = formatMoney(facts.amount, facts.currency);
+  const refunded = formatMoney(facts.refundAmount, facts.currency);
+  const why = facts.failureReason ? ` (${facts.failureReason.replaceAll("_", " ")})` : "";
+  const what = facts.refundStatus === "canceled" ? "was cancelled" : `failed${why}`;
+  return notice(
+    "A returned payment came back",
+    `The refund of ${refunded} to the buyer of "${facts.listingTitle}" ${what} after it was made, so the money is on the platform's balance again. The payment of ${paid} must go back to the buyer (${
+      strayReason(facts.reason)
+    }): the daily run refunds it again.`,
+    {
+      subject: `Refund failed: ${paid} for "${facts.listingTitle}" is back on the balance`,
+      paragraphs: [
+        facts.buyerWasTold
+          ? "The buyer was told the payment was refunded. If the new refund fails too (a closed card or account), contact the buyer and return the money another way."
+          : "If the new refund fails too (a closed card or account), contact the buyer and return the money another way.",
+      ],
+      items: [
+        { title: `Payment ${facts.paymentIntentId}` },
+        { title: `Refund ${facts.refundId}` },
+      ],
       action: { label: "Open the deal", url: adminDealLink(facts.dealId) },
     },
   );

@@ -86,10 +86,12 @@ export type HandoverCompletion = "buyer_confirmed" | "inspection_lapsed";
 export interface CompletedHandover {
   id: string;
   listingTitle: string;
-  /** The seller's payout in major units. */
+  /** What the seller is paid at release, in major units (a holdback follows later). */
   sellerNet: string;
   currency: string;
   completion: HandoverCompletion;
+  /** When the buyer's inspection window ends and the payout is released. */
+  inspectionEndsAt: Date;
 }
 
 const HOW: Record<HandoverCompletion, string> = {
@@ -98,29 +100,15 @@ const HOW: Record<HandoverCompletion, string> = {
     "every handover step is confirmed (some automatically: the buyer's inspection period lapsed)",
 };
 
-/** To an admin: the deal is ready for its payout. */
-export function readyForPayoutAdminNotice(deal: CompletedHandover): HandoverNotice {
-  const body = `"${deal.listingTitle}": ${HOW[deal.completion]}. Release the payout of ${
-    formatMoney(deal.sellerNet, deal.currency)
-  } to the seller.`;
-  return {
-    title: "A deal is ready for payout",
-    body,
-    email: {
-      subject: `Ready for payout: "${deal.listingTitle}"`,
-      heading: "A deal is ready for payout",
-      paragraphs: [body, `Deal ${deal.id}`],
-      action: { label: "Open the deal", url: handoverLink(deal.id) },
-      footer: "You receive this e-mail as an admin of the marketplace.",
-    },
-  };
-}
-
 /** To the seller: the handover is complete and the payout comes next. */
 export function handoverCompleteSellerNotice(deal: CompletedHandover): HandoverNotice {
   const body = `The handover of "${deal.listingTitle}" is complete: ${
     HOW[deal.completion]
-  }. Your payout of ${formatMoney(deal.sellerNet, deal.currency)} is released next.`;
+  }. Your payout of ${
+    formatMoney(deal.sellerNet, deal.currency)
+  } is released automatically when the buyer's inspection window ends on ${
+    deal.inspectionEndsAt.toISOString().slice(0, 10)
+  } (sooner if the buyer accepts the delivery), unless the buyer opens a dispute case.`;
   return {
     title: "Handover complete",
     body,

@@ -17,6 +17,12 @@ export interface PaymentDeal {
   /** Our commission on the amount. */
   commission: string;
   currency: string;
+  /**
+   * What the payout paid when it differs from amount − commission: a letter
+   * of intent's holdback comes later (`holdback`, paid at
+   * `holdbackReleaseAt`), or a dispute case refunded part.
+   */
+  paid?: { payout: string; holdback: string | null; holdbackReleaseAt: Date | null };
 }
 
 /** The seller's payout: amount minus commission, in major units. */
@@ -67,6 +73,34 @@ export function paymentNotices(kind: PaymentEmailKind, deal: PaymentDeal): Payme
         ),
       ];
     case "payout_released": {
+      if (deal.paid) {
+        const paid = formatMoney(deal.paid.payout, deal.currency);
+        const later = deal.paid.holdback && deal.paid.holdbackReleaseAt
+          ? ` The holdback of ${formatMoney(deal.paid.holdback, deal.currency)} follows on ${
+            deal.paid.holdbackReleaseAt.toISOString().slice(0, 10)
+          }, unless a dispute case is open then.`
+          : "";
+        return [
+          notice(
+            "seller",
+            "Payout released",
+            `Your payout of ${paid} for "${title}" (after our fee of ${
+              formatMoney(deal.commission, deal.currency)
+            }) is on its way to your payout account.${later}`,
+            "View the deal",
+          ),
+          notice(
+            "buyer",
+            later ? "Seller paid" : "Deal complete",
+            later
+              ? `The inspection of "${title}" is over and the seller has been paid; the holdback stays in escrow until ${
+                deal.paid.holdbackReleaseAt!.toISOString().slice(0, 10)
+              }.`
+              : `The deal for "${title}" is complete and the seller has been paid. Thank you!`,
+            "View the deal",
+          ),
+        ];
+      }
       const payout = formatMoney(payoutAmount(deal), deal.currency);
       return [
         notice(

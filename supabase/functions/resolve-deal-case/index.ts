@@ -1,0 +1,2 @@
+import handler from "./handler.ts";
+Deno.serve(handler);
