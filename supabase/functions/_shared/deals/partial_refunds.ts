@@ -16,9 +16,9 @@ import type { Context } from "../platform/context.ts";
 import type { Sql } from "../platform/db.ts";
 import { conflict } from "../platform/errors.ts";
 import { toMinorUnits } from "../lib/money.ts";
-import { partialRefundNotice } from "../email/templates/escrow_release.ts";
-import { queueNotice } from "../notifications/notify.ts";
+import { ESCROW_EMAIL_TYPES, partialRefundNotice } from "../email/templates/escrow_release.ts";
 import { type DealRow, findDeal, recordDealEvent } from "./deal_rows.ts";
+import { queueSideNotices } from "./payment_notices.ts";
 import {
   recordRefusal,
   SETTLEMENT_COLUMNS,
@@ -142,29 +142,20 @@ async function finishPartialRefund(
   await recordDealEvent(sql, deal.id, "partial_refund_issued", refundId, {
     detail: { amount: row.amount, currency: row.currency, case: row.reason },
   });
-  const { title } = await sql.one<{ title: string }>(
-    "select title from public.listings where id = $1",
-    [deal.listing_id],
-  );
-  for (const side of ["buyer", "seller"] as const) {
-    const notice = partialRefundNotice({
-      dealId: deal.id,
-      listingTitle: title,
-      currency: row.currency,
-      amount: row.amount,
-      refundId,
-      side,
-    });
-    await queueNotice(ctx, sql, {
-      userId: side === "buyer" ? deal.buyer_id : deal.seller_id,
-      type: "payments",
-      title: notice.title,
-      body: notice.body,
-      link: `/deals/${deal.id}`,
-      data: { dealId: deal.id, kind: "partial_refund_issued", refundId },
-      key: `partial-refund:${deal.id}`,
-      email: { emailType: "partial_refund_issued", content: notice.email },
-    });
-  }
+  await queueSideNotices(ctx, sql, deal, {
+    kind: "partial_refund_issued",
+    key: `partial-refund:${deal.id}`,
+    emailType: ESCROW_EMAIL_TYPES.partialRefundNotice,
+    data: { refundId },
+    build: (side, listingTitle) =>
+      partialRefundNotice({
+        dealId: deal.id,
+        listingTitle,
+        currency: row.currency,
+        amount: row.amount,
+        refundId,
+        side,
+      }),
+  });
   return done;
 }

@@ -6,9 +6,10 @@
  *
  * @module
  */
-import type { PaymentEmailKind } from "../../../../shared/notifications.ts";
+import type { EmailType, PaymentEmailKind } from "../../../../shared/notifications.ts";
 import type { Context } from "../platform/context.ts";
 import type { Sql } from "../platform/db.ts";
+import type { DealAlertNotice } from "../email/templates/deal_alerts.ts";
 import { paymentNotices } from "../email/templates/payments.ts";
 import { type NoticeOutcome, queueNotice } from "../notifications/notify.ts";
 
@@ -80,4 +81,50 @@ export async function queuePaymentNotices(
     );
   }
   return results;
+}
+
+/** What {@linkcode queueSideNotices} writes to each side of a deal. */
+export interface SideNotices {
+  /** The notice's kind, in its `data`. */
+  kind: string;
+  /** Its dedupe key (per user). */
+  key: string;
+  emailType: EmailType;
+  /** More of its `data`. */
+  data: Record<string, unknown>;
+  /** The side's notice, given the listing's title. */
+  build(side: "buyer" | "seller", listingTitle: string): DealAlertNotice;
+}
+
+/**
+ * Writes a `payments` notice to the buyer and the seller of `deal`, in the
+ * caller's transaction, once each per key: what money moved for both.
+ */
+export async function queueSideNotices(
+  ctx: Context,
+  sql: Sql,
+  deal: { id: string; listing_id: string; buyer_id: string; seller_id: string },
+  notices: SideNotices,
+): Promise<NoticeOutcome[]> {
+  const { title } = await sql.one<{ title: string }>(
+    "select title from public.listings where id = $1",
+    [deal.listing_id],
+  );
+  const outcomes: NoticeOutcome[] = [];
+  for (const side of ["buyer", "seller"] as const) {
+    const notice = notices.build(side, title);
+    outcomes.push(
+      await queueNotice(ctx, sql, {
+        userId: side === "buyer" ? deal.buyer_id : deal.seller_id,
+        type: "payments",
+        title: notice.title,
+        body: notice.body,
+        link: `/deals/${deal.id}`,
+        data: { dealId: deal.id, kind: notices.kind, ...notices.data },
+        key: notices.key,
+        email: { emailType: notices.emailType, content: notice.email },
+      }),
+    );
+  }
+  return outcomes;
 }

@@ -42,8 +42,7 @@ import type { Context } from "../platform/context.ts";
 import type { Sql } from "../platform/db.ts";
 import { conflict, notFound } from "../platform/errors.ts";
 import { processorCurrency, toMinorUnits } from "../lib/money.ts";
-import { holdbackReleasedNotice } from "../email/templates/escrow_release.ts";
-import { queueNotice } from "../notifications/notify.ts";
+import { ESCROW_EMAIL_TYPES, holdbackReleasedNotice } from "../email/templates/escrow_release.ts";
 import {
   type DealRow,
   findDeal,
@@ -52,7 +51,7 @@ import {
   transitionDeal,
 } from "./deal_rows.ts";
 import { recordPayoutDuringDispute } from "./late_disputes.ts";
-import { queuePaymentNotices } from "./payment_notices.ts";
+import { queuePaymentNotices, queueSideNotices } from "./payment_notices.ts";
 import {
   type DealSettlements,
   recordRefusal,
@@ -481,7 +480,21 @@ async function finishTransfer(
   if (row.kind === "payout") {
     await queuePaymentNotices(ctx, sql, deal.id, "payout_released");
   } else {
-    await queueHoldbackNotices(ctx, sql, deal, row, transferId);
+    await queueSideNotices(ctx, sql, deal, {
+      kind: "holdback_released",
+      key: `holdback-released:${deal.id}`,
+      emailType: ESCROW_EMAIL_TYPES.holdbackReleasedNotice,
+      data: { transferId },
+      build: (side, listingTitle) =>
+        holdbackReleasedNotice({
+          dealId: deal.id,
+          listingTitle,
+          currency: row.currency,
+          amount: row.amount,
+          transferId,
+          side,
+        }),
+    });
   }
 }
 
@@ -492,38 +505,4 @@ async function holdbackOwed(sql: Sql, dealId: string): Promise<boolean> {
     [dealId],
   );
   return row.owed;
-}
-
-/** The seller and the buyer told that the holdback was paid (once each). */
-async function queueHoldbackNotices(
-  ctx: Context,
-  sql: Sql,
-  deal: DealRow,
-  row: SettlementRow,
-  transferId: string,
-): Promise<void> {
-  const { title } = await sql.one<{ title: string }>(
-    "select title from public.listings where id = $1",
-    [deal.listing_id],
-  );
-  for (const side of ["seller", "buyer"] as const) {
-    const notice = holdbackReleasedNotice({
-      dealId: deal.id,
-      listingTitle: title,
-      currency: row.currency,
-      amount: row.amount,
-      transferId,
-      side,
-    });
-    await queueNotice(ctx, sql, {
-      userId: side === "seller" ? deal.seller_id : deal.buyer_id,
-      type: "payments",
-      title: notice.title,
-      body: notice.body,
-      link: `/deals/${deal.id}`,
-      data: { dealId: deal.id, kind: "holdback_released", transferId },
-      key: `holdback-released:${deal.id}`,
-      email: { emailType: "holdback_released", content: notice.email },
-    });
-  }
 }

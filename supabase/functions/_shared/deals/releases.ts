@@ -166,41 +166,39 @@ function sellerReason(
   return reason === "no_payout_account" ? "no_account" : reason;
 }
 
-/** Deals whose payout is due now (`now`: the job's clock), oldest window first. */
-async function duePayouts(ctx: Context, limit: number): Promise<string[]> {
-  const rows = await ctx.db.query<{ id: string }>(
-    `select d.id from public.deals d
-     where d.status = 'in_handover' and d.handover_completed_at is not null
-       and d.inspection_ends_at <= $1
-       and not exists (
-         select 1 from public.deal_settlements s
-         where s.deal_id = d.id
-           and ((s.kind = 'payout' and s.status in ('succeeded', 'reversed'))
-                or (s.kind = 'refund' and s.status <> 'failed'))
-       )
-       and public.deal_release_hold(d.id) is null
-     order by d.inspection_ends_at, d.id
-     limit $2`,
-    [ctx.now(), limit],
-  );
-  return rows.map((row) => row.id);
-}
+/**
+ * What makes each automatic transfer due: the deal's date that has passed
+ * (`now`: the job's clock), and what else it needs.
+ */
+const DUE: Record<"payout" | "holdback", { date: string; also: string }> = {
+  payout: { date: "inspection_ends_at", also: "d.handover_completed_at is not null" },
+  holdback: { date: "holdback_release_at", also: "true" },
+};
 
-/** Deals whose holdback is due now, earliest first. */
-async function dueHoldbacks(ctx: Context, limit: number): Promise<string[]> {
+/**
+ * Deals in handover whose `kind` is due now, earliest first: its date
+ * passed, not made yet, no refund claimed, nothing holding it
+ * (`deal_release_hold()`).
+ */
+async function dueDeals(
+  ctx: Context,
+  kind: "payout" | "holdback",
+  limit: number,
+): Promise<string[]> {
+  const { date, also } = DUE[kind];
   const rows = await ctx.db.query<{ id: string }>(
     `select d.id from public.deals d
-     where d.status = 'in_handover' and d.holdback_release_at <= $1
+     where d.status = 'in_handover' and ${also} and d.${date} <= $1
        and not exists (
          select 1 from public.deal_settlements s
          where s.deal_id = d.id
-           and ((s.kind = 'holdback' and s.status in ('succeeded', 'reversed'))
+           and ((s.kind = $3 and s.status in ('succeeded', 'reversed'))
                 or (s.kind = 'refund' and s.status <> 'failed'))
        )
        and public.deal_release_hold(d.id) is null
-     order by d.holdback_release_at, d.id
+     order by d.${date}, d.id
      limit $2`,
-    [ctx.now(), limit],
+    [ctx.now(), limit, kind],
   );
   return rows.map((row) => row.id);
 }
@@ -236,16 +234,12 @@ async function releaseAll(
 
 /** The step `payout-releases` (see the module doc). */
 export async function releaseDuePayouts(ctx: Context, tally: JobTally): Promise<void> {
-  await releaseAll(ctx, tally, "payout-releases", "payout", await duePayouts(ctx, RELEASE_BATCH));
+  const due = await dueDeals(ctx, "payout", RELEASE_BATCH);
+  await releaseAll(ctx, tally, "payout-releases", "payout", due);
 }
 
 /** The step `holdback-releases` (see the module doc). */
 export async function releaseDueHoldbacks(ctx: Context, tally: JobTally): Promise<void> {
-  await releaseAll(
-    ctx,
-    tally,
-    "holdback-releases",
-    "holdback",
-    await dueHoldbacks(ctx, RELEASE_BATCH),
-  );
+  const due = await dueDeals(ctx, "holdback", RELEASE_BATCH);
+  await releaseAll(ctx, tally, "holdback-releases", "holdback", due);
 }
