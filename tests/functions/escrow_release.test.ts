@@ -494,3 +494,40 @@ sqlTest(
     assert.equal(released.body.status, "completed");
   },
 );
+
+sqlTest(
+  "a refund with reverseTransfer after the holdback was paid takes back both transfers and refunds the whole payment once",
+  async () => {
+    await run();
+    const deal = await holdbackDeal();
+    await endInspection(deal.id);
+    await run();
+    await db.pool.query(
+      "update public.deals set holdback_release_at = now() - interval '1 minute' where id = $1",
+      [deal.id],
+    );
+    await run();
+    assert.equal((await dealState(db.pool, deal.id)).status, "completed");
+    const token = await keys.userToken(admin);
+    const answers = await Promise.all(
+      Array.from({ length: 3 }, () =>
+        invoke<{ status: string }>(refund, runtime, {
+          token,
+          body: { dealId: deal.id, reverseTransfer: true },
+        })),
+    );
+    assert.ok(answers.some((a) => a.status === 200), JSON.stringify(answers.map((a) => a.body)));
+    assert.equal((await dealState(db.pool, deal.id)).status, "refunded");
+    assert.deepEqual(await settlement(deal.id, "payout"), { status: "reversed", amount: "800.00" });
+    assert.deepEqual(await settlement(deal.id, "holdback"), {
+      status: "reversed",
+      amount: "100.00",
+    });
+    const reversals = double.all("transfer_reversal").filter((r) =>
+      transfersOf(deal.id).some((t) => t.id === r.transfer)
+    );
+    assert.deepEqual(reversals.map((r) => r.amount).sort(), [10_000, 80_000]);
+    const refunds = double.all("refund").filter((r) => r.metadata?.deal_id === deal.id);
+    assert.deepEqual(refunds.map((r) => r.amount), [100_000]);
+  },
+);
