@@ -3165,6 +3165,42 @@ export type Database = {
           isSetofReturn: false;
         };
       };
+      lock_party_deal: {
+        Args: { p_action: string; p_deal: string };
+        Returns: {
+          amount: number;
+          buyer_id: string;
+          closed_at: string | null;
+          commission: number | null;
+          created_at: string;
+          currency: string;
+          delivery_accepted_at: string | null;
+          exclusive_until: string | null;
+          funded_at: string | null;
+          handover_completed_at: string | null;
+          handover_completion: string | null;
+          holdback_release_at: string | null;
+          id: string;
+          inspection_ends_at: string | null;
+          listing_id: string;
+          offer_id: string | null;
+          payment_status: string | null;
+          payment_synced_at: string | null;
+          payproc_charge_id: string | null;
+          payproc_checkout_session_id: string | null;
+          payproc_payment_intent_id: string | null;
+          seller_id: string;
+          status: string;
+          terms: Json | null;
+          updated_at: string;
+        };
+        SetofOptions: {
+          from: "*";
+          to: "deals";
+          isOneToOne: true;
+          isSetofReturn: false;
+        };
+      };
       mark_conversation_read: {
         Args: { p_conversation: string };
         Returns: string;
