@@ -531,3 +531,52 @@ sqlTest(
     assert.deepEqual(refunds.map((r) => r.amount), [100_000]);
   },
 );
+
+sqlTest(
+  "a case opened between a payout's claim and its transfer stops it (no money moved); released after the case, with the next key",
+  async () => {
+    await run();
+    const deal = await payableDeal(setup, { amount: "1000.00" });
+    // The release claimed the payout, and the process ended before the transfer.
+    await db.pool.query(
+      `insert into public.deal_settlements (deal_id, kind, amount, currency, destination_account)
+       values ($1, 'payout', public.deal_transfer_amount($1, 'payout'), 'USD', $2)`,
+      [deal.id, deal.accountId],
+    );
+    const caseId = await openCase(deal);
+    // A proposal is kept, but the case is not decided while a transfer may be on its way.
+    await valueAs(db.pool, as(deal.buyer), "select public.settle_deal_case($1, 'release')", [
+      caseId,
+    ]);
+    const busy = await failureAs(
+      db.pool,
+      as(deal.seller),
+      "select public.settle_deal_case($1, 'release')",
+      [caseId],
+    );
+    assert.equal(busy.code, "PT409");
+    assert.equal(busy.hint, "transfer_in_progress");
+
+    // Resuming the claim finds no transfer, checks again under the lock, stops.
+    const resumed = await invoke<{ error: { details: { reason: string } } }>(release, runtime, {
+      token: await keys.userToken(admin),
+      body: { dealId: deal.id },
+    });
+    assert.equal(resumed.status, 409);
+    assert.equal(resumed.body.error.details.reason, "case_open");
+    assert.equal(transfersOf(deal.id).length, 0);
+    assert.equal((await settlement(deal.id, "payout"))?.status, "failed");
+
+    await valueAs(db.pool, as(deal.seller), "select public.settle_deal_case($1, 'release')", [
+      caseId,
+    ]);
+    await endInspection(deal.id);
+    await run();
+    assert.equal(transfersOf(deal.id).length, 1);
+    assert.equal(
+      double.requestsTo("POST", "/v1/transfers").at(-1)?.headers.get("idempotency-key"),
+      `payout:${deal.id}:2`,
+    );
+    assert.equal((await dealState(db.pool, deal.id)).status, "completed");
+  },
+);

@@ -48,13 +48,14 @@ export function runEscrowAlerts(ctx: Context): Promise<JobOutput | JobSkipped> {
     const now = ctx.now();
     const alertDays = ctx.env.values.ESCROW_ALERT_DAYS;
     const held = await ctx.db.query<HeldDeal>(
-      `select d.id, d.status, public.deal_held_amount(d.id)::text as amount, d.currency,
+      `select d.id, d.status, h.held::text as amount, d.currency,
               d.funded_at, coalesce(d.payproc_charge_id, d.id::text) as held_object,
               l.title as listing_title
        from public.deals d join public.listings l on l.id = d.listing_id
+         cross join lateral (select public.deal_held_amount(d.id) as held) h
        where d.status in ('funded', 'in_handover')
-         and public.deal_held_amount(d.id) > 0
          and d.funded_at <= $1::timestamptz - make_interval(days => $2)
+         and h.held > 0
          and not exists (
            select 1 from public.deal_events e
            where e.deal_id = d.id and e.cause = 'escrow_hold_flagged'

@@ -54,7 +54,9 @@ import { recordPayoutDuringDispute } from "./late_disputes.ts";
 import { queuePaymentNotices, queueSideNotices } from "./payment_notices.ts";
 import {
   type DealSettlements,
+  holdbackOwed,
   recordRefusal,
+  releaseHoldOf,
   SETTLEMENT_COLUMNS,
   type SettlementAnswer,
   settlementAnswer,
@@ -133,15 +135,6 @@ const NAMES: Record<TransferKind, string> = {
   repayout: "pay the seller again",
 };
 
-/** Why no transfer to the seller may start now, as `public.deal_release_hold()` says. */
-async function holdOf(sql: Sql, dealId: string): Promise<"case_open" | "case_settling" | null> {
-  const row = await sql.one<{ hold: "case_open" | "case_settling" | null }>(
-    "select public.deal_release_hold($1) as hold",
-    [dealId],
-  );
-  return row.hold;
-}
-
 /** 409 naming the reason unless the transfer is due now (state, refunds, cases, dates). */
 async function refuseUnlessDue(
   ctx: Context,
@@ -166,7 +159,7 @@ async function refuseUnlessDue(
     }
     return;
   }
-  const hold = await holdOf(sql, deal.id);
+  const hold = await releaseHoldOf(sql, deal.id);
   if (hold === "case_open") {
     throw conflict(
       `${cannot}: a dispute case is open on this deal; resolve it with resolve-deal-case`,
@@ -415,7 +408,7 @@ async function stopReason(
       : { text: `the deal is ${status.replace("_", " ")}`, reason: "deal_not_payable", status };
   }
   if (request.kind === "repayout") return null;
-  const hold = await holdOf(sql, deal.id);
+  const hold = await releaseHoldOf(sql, deal.id);
   if (hold === "case_open") {
     return { text: "a dispute case was opened on the deal", reason: "case_open", status };
   }
@@ -496,13 +489,4 @@ async function finishTransfer(
         }),
     });
   }
-}
-
-/** Whether deal `dealId` still owes the seller a holdback after the payout. */
-async function holdbackOwed(sql: Sql, dealId: string): Promise<boolean> {
-  const row = await sql.one<{ owed: boolean }>(
-    "select public.deal_transfer_amount($1, 'holdback') is not null as owed",
-    [dealId],
-  );
-  return row.owed;
 }

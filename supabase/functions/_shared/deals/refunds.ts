@@ -23,6 +23,7 @@ import { queuePaymentNotices } from "./payment_notices.ts";
 import {
   type DealSettlements,
   recordRefusal,
+  releaseHoldOf,
   SETTLEMENT_COLUMNS,
   type SettlementAnswer,
   settlementAnswer,
@@ -55,7 +56,12 @@ export async function refundDeal(ctx: Context, request: RefundRequest): Promise<
   const before = await settlementsOf(ctx.db, deal.id);
   if (before.refund?.status === "succeeded") return await settlementAnswer(ctx.db, deal.id);
   if (before.refund?.status !== "pending") {
-    refuseUnlessRefundable(deal, before, request, await caseOpen(ctx.db, deal.id));
+    refuseUnlessRefundable(
+      deal,
+      before,
+      request,
+      (await releaseHoldOf(ctx.db, deal.id)) === "case_open",
+    );
     const dispute = deal.status === "completed" ? await decidingDispute(ctx, deal) : null;
     if (dispute) return await reverseForDispute(ctx, deal, before, dispute, request.actor);
   }
@@ -68,15 +74,6 @@ export async function refundDeal(ctx: Context, request: RefundRequest): Promise<
     await completeRefund(ctx, sql, deal.id, refund.id, request.actor);
     return await settlementAnswer(sql, deal.id);
   });
-}
-
-/** Whether a dispute case is open (or escalated) on deal `dealId`: its outcome decides the money. */
-async function caseOpen(sql: Sql, dealId: string): Promise<boolean> {
-  const row = await sql.one<{ hold: string | null }>(
-    "select public.deal_release_hold($1) as hold",
-    [dealId],
-  );
-  return row.hold === "case_open";
 }
 
 /** The transfers to the seller that went out (payout, holdback, repayout). */
@@ -228,7 +225,12 @@ async function claimRefund(sql: Sql, request: RefundRequest): Promise<RefundClai
     settlements,
   });
   if (refund && refund.status !== "failed") return claimed(refund, true);
-  refuseUnlessRefundable(deal, settlements, request, await caseOpen(sql, deal.id));
+  refuseUnlessRefundable(
+    deal,
+    settlements,
+    request,
+    (await releaseHoldOf(sql, deal.id)) === "case_open",
+  );
   if (!deal.payproc_payment_intent_id) {
     throw conflict("Cannot refund: the deal has no payment", { reason: "no_payment" });
   }

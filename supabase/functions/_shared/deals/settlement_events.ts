@@ -25,7 +25,7 @@ import { findDealByCharge, transitionDeal } from "./deal_rows.ts";
 import { OPEN_DISPUTE, recordLateDispute } from "./late_disputes.ts";
 import { completeRefund, markPayoutReversed } from "./refunds.ts";
 import { oweRepayout } from "./repayouts.ts";
-import { settlementsOf } from "./settlements.ts";
+import { holdbackOwed, settlementsOf } from "./settlements.ts";
 import { strayPaymentOfCharge } from "./stray_payments.ts";
 import { listStrayRefunds, settleStrayRefunds } from "./stray_refunds.ts";
 import { payprocFor } from "../platform/payproc.ts";
@@ -150,12 +150,8 @@ async function applyDispute(
   // A transfer that went out while the dispute was open: with nothing more
   // owed (no holdback to come), the deal is complete now.
   const { payout, holdback } = await settlementsOf(sql, deal.id);
-  const owed = await sql.one<{ holdback: string | null }>(
-    "select public.deal_transfer_amount($1, 'holdback')::text as holdback",
-    [deal.id],
-  );
   const paidInFull = holdback?.status === "succeeded" ||
-    (payout?.status === "succeeded" && owed.holdback === null);
+    (payout?.status === "succeeded" && !(await holdbackOwed(sql, deal.id)));
   if (paidInFull) {
     const last = holdback?.status === "succeeded" ? holdback : payout!;
     await transitionDeal(

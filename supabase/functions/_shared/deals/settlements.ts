@@ -136,3 +136,29 @@ export async function recordRefusal(sql: Sql, row: SettlementRow, reason: string
     [row.id, row.attempt, reason.slice(0, 1000)],
   );
 }
+
+/**
+ * Why no transfer to the seller of deal `dealId` may start now, as
+ * `public.deal_release_hold()` says: `case_open` (a dispute case is open or
+ * escalated), `case_settling` (a resolved case still moves its refund), or
+ * null.
+ */
+export async function releaseHoldOf(
+  sql: Sql,
+  dealId: string,
+): Promise<"case_open" | "case_settling" | null> {
+  const row = await sql.one<{ hold: "case_open" | "case_settling" | null }>(
+    "select public.deal_release_hold($1) as hold",
+    [dealId],
+  );
+  return row.hold;
+}
+
+/** Whether deal `dealId` still owes the seller a holdback (`public.deal_transfer_amount()`). */
+export async function holdbackOwed(sql: Sql, dealId: string): Promise<boolean> {
+  const row = await sql.one<{ owed: boolean }>(
+    "select public.deal_transfer_amount($1, 'holdback') is not null as owed",
+    [dealId],
+  );
+  return row.owed;
+}

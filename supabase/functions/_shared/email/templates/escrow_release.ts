@@ -93,23 +93,23 @@ export function inspectionStartedNotice(
 /** Why a payout cannot be sent yet: as the seller reads it, what they finish, as an admin reads it. */
 const WAITING_REASONS: Record<
   "no_account" | "payouts_disabled" | "requirements_past_due",
-  { why: string; todo: string; admin: string }
+  { why: string; nextStep: string; admin: string }
 > = {
   no_account: {
     why: "you have no payout account yet",
-    todo:
+    nextStep:
       "Set up your payout account (your identity and your bank account) in your payout settings.",
     admin: "the seller has no payout account",
   },
   payouts_disabled: {
     why: "the payment processor has switched payouts to your account off",
-    todo:
+    nextStep:
       "Open your payout settings and complete what the payment processor asks for (usually identity or bank details).",
     admin: "the payment processor has switched payouts to the seller's account off",
   },
   requirements_past_due: {
     why: "the payment processor needs more information from you, and its deadline has passed",
-    todo:
+    nextStep:
       "Open your payout settings and provide the missing information (identity documents, business or bank details).",
     admin: "the seller's account has requirements past due at the payment processor",
   },
@@ -143,7 +143,7 @@ export function payoutWaitingNotice(
     "It stays safe in escrow and goes out automatically once your payout account can receive it.";
   return notice("Your payout is waiting for your payout account", lead, {
     subject: `Action needed: finish your payout account to receive ${amount}`,
-    paragraphs: [reason.todo, next],
+    paragraphs: [reason.nextStep, next],
     action: { label: "Open your payout settings", url: PAYOUT_SETTINGS_LINK },
     footer: FOOTER,
   });
