@@ -1,9 +1,9 @@
 /**
  * Benchmark: signed `customer.subscription.updated` events posted to
  * `payproc-webhook` through the real local server (gateway, factory,
- * signature check, admission, the re-read from the processor before any
- * transaction, then one database call that records the event and writes the
- * row with its realtime trigger) at a fixed concurrency, against a baseline
+ * signature check, admission, then one database call that proves the event's
+ * copy the newest state, records the event and writes the row with its
+ * realtime trigger) at a fixed concurrency, against a baseline
  * measured in the same run: the bare floor of that work — the same signed
  * payloads verified by `constructEventAsync`, then the same subscription row
  * written by one bare `update` per event (its triggers fire as they do for
@@ -15,8 +15,20 @@
  * deliveries changed nothing, and that every row ended in the processor's
  * final state.
  *
- * The processor double runs in this process (the handler's re-read needs an
- * answer); the server runs in a child process; PostgreSQL is embedded. Two
+ * The workload is the one `../shared/peer-bench` sends the peer (the
+ * sync engine): each event carries its subscription's next state
+ * (`cancel_at_period_end` flips, `metadata.bench_seq` counts) and is created
+ * a second after the subscription's previous one, and that state becomes the
+ * processor's copy when the event is sent. The rows start mirrored by a read
+ * answered before every event (`payproc_state_at`), so each event's copy is
+ * provably newer and no event needs a processor read. A third pass sends
+ * events the webhook cannot prove newest (created before the row's state):
+ * each re-reads its subscription from the processor first (the processor's
+ * copy is flipped just before it is sent, so every one changes a row); its
+ * figures print as information.
+ *
+ * The processor double runs in this process (re-reads need an answer); the
+ * server runs in a child process; PostgreSQL is embedded. Two
  * rounds are run, each the webhook and the baseline over the same payloads
  * in turns (webhook first, then baseline first), and the best of each is
  * reported (all rounds are printed), with the CPU each part spent per event
@@ -24,7 +36,8 @@
  * of both, and a bare signature-check loop alone (no database). Env: `BENCH_EVENTS` (per round),
  * `BENCH_CONCURRENCY`, `BENCH_SUBSCRIPTIONS`, `BENCH_DB_POOL` (the server's
  * `DB_POOL_MAX` and the baseline's pool; default: the production default,
- * 5 — no connection is held across a processor call).
+ * 5 — no connection is held across a processor call), `BENCH_PROFILE_DIR` (the
+ * server writes a V8 CPU profile of the whole run there).
  *
  * Target: events/s of the webhook at least {@linkcode TARGET_RATIO} of the
  * baseline's, with every event applied exactly once; a missed target exits
@@ -38,7 +51,7 @@ import Stripe from "stripe";
 import { migrate } from "../local/migrate.ts";
 import { freePort, startPostgres } from "../local/postgres.ts";
 import { Env } from "../supabase/functions/_shared/platform/env.ts";
-import { PayprocDouble } from "../tests/support/payproc_double.ts";
+import { PayprocDouble, type PayprocSubscription } from "../tests/support/payproc_double.ts";
 import { summarize, waitForServer } from "./support/load.ts";
 import { RatioTargets } from "./support/targets.ts";
 
@@ -48,6 +61,9 @@ const SUBSCRIPTIONS = Number(Deno.env.get("BENCH_SUBSCRIPTIONS") ?? "1000");
 /** The server's pool (`DB_POOL_MAX`) and the baseline's: the production default unless set. */
 const DB_POOL = new Env({ DB_POOL_MAX: Deno.env.get("BENCH_DB_POOL") }).values.DB_POOL_MAX;
 const REPLAYS = 500;
+const PROFILE_DIR = Deno.env.get("BENCH_PROFILE_DIR");
+/** Events of the pass that re-reads (information). */
+const REREADS = 3000;
 const ROUNDS = 2;
 const WEBHOOK_SECRET = "whsec_bench_secret";
 /**
@@ -109,6 +125,8 @@ interface Delivery {
   subscription: string;
   body: string;
   signature: string;
+  /** The state the event reports, made the processor's copy when it is sent (null: flip it). */
+  state: PayprocSubscription | null;
 }
 
 interface Timing {
@@ -142,20 +160,33 @@ try {
     });
     return { userId: id, customer: customer.id, subscription: subscription.id };
   });
+  // Mirrored by a read answered at `seededAt` (a processor time before every
+  // event below), as the webhook or a sync would have left them.
+  const seededAt = double.store.now() - 3600;
   await db.query(
-    `insert into public.subscriptions (user_id, subscription_level, payproc_customer_id, payproc_subscription_id)
-     select * from unnest($1::uuid[], $2::text[], $3::text[], $4::text[])`,
+    `insert into public.subscriptions
+       (user_id, subscription_level, payproc_customer_id, payproc_subscription_id, payproc_state_at)
+     select *, to_timestamp($5) from unnest($1::uuid[], $2::text[], $3::text[], $4::text[])`,
     [
       subscriptions.map((s) => s.userId),
       subscriptions.map(() => "starter"),
       subscriptions.map((s) => s.customer),
       subscriptions.map((s) => s.subscription),
+      seededAt,
     ],
   );
+  /** How many changes each subscription has had (its events' `bench_seq`). */
+  const seqOf = new Map(subscriptions.map((s) => [s.subscription, 0]));
 
   const port = freePort();
   server = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", here("../local/start.ts")],
+    // BENCH_PROFILE_DIR: the server writes a V8 CPU profile there when it stops.
+    args: [
+      "run",
+      "-A",
+      ...(PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : []),
+      here("../local/start.ts"),
+    ],
     env: {
       SUPABASE_DB_URL: postgres.url,
       PORT: String(port),
@@ -173,14 +204,30 @@ try {
   const url = `http://127.0.0.1:${port}/functions/v1/payproc-webhook`;
   await waitForServer(url);
 
-  /** Each event flips its subscription's cancel_at_period_end at the processor first. */
-  const prepare = async (count: number): Promise<Delivery[]> => {
+  /**
+   * `next`: each event carries its subscription's next state, created a
+   * second after its previous one (provably newer than the row). `reread`:
+   * each carries the processor's current copy, created before the rows'
+   * state (the webhook must re-read), and flips the copy when sent.
+   */
+  const prepare = async (count: number, mode: "next" | "reread"): Promise<Delivery[]> => {
     const deliveries: Delivery[] = [];
     for (let i = 0; i < count; i++) {
       const target = subscriptions[i % subscriptions.length]!;
+      let state: PayprocSubscription | null = null;
+      let created = seededAt;
+      if (mode === "next") {
+        const seq = seqOf.get(target.subscription)! + 1;
+        seqOf.set(target.subscription, seq);
+        state = structuredClone(double.get("subscription", target.subscription)!);
+        state.cancel_at_period_end = seq % 2 === 1;
+        state.metadata = { ...state.metadata, bench_seq: String(seq) };
+        created = seededAt + seq;
+      }
       const event = double.event(
         "customer.subscription.updated",
-        double.get("subscription", target.subscription)!,
+        state ?? double.get("subscription", target.subscription)!,
+        { created },
       );
       const signed = await double.signedWebhook(event, WEBHOOK_SECRET);
       deliveries.push({
@@ -188,15 +235,18 @@ try {
         subscription: target.subscription,
         body: signed.body,
         signature: signed.headers["stripe-signature"],
+        state,
       });
     }
     return deliveries;
   };
-  const send = async (delivery: Delivery, flip: boolean): Promise<number> => {
-    if (flip) {
-      // A processor-side change (as double.updateSubscription makes, without its copies).
+  const send = async (delivery: Delivery, change: boolean): Promise<number> => {
+    if (change) {
+      // The processor-side change the event reports (as double.updateSubscription
+      // makes, without its copies), or a flip for an event that re-reads.
       const current = double.store.require("subscription", delivery.subscription);
-      current.cancel_at_period_end = !current.cancel_at_period_end;
+      if (delivery.state) Object.assign(current, delivery.state); // its own copy, used once
+      else current.cancel_at_period_end = !current.cancel_at_period_end;
     }
     const res = await fetch(url, {
       method: "POST",
@@ -258,7 +308,7 @@ try {
   };
 
   // Warm-up (JIT, pools, price cache), not measured.
-  const warmUp = await prepare(300);
+  const warmUp = await prepare(300, "next");
   await drive(warmUp, (d) => send(d, true));
   await drive(warmUp, bare);
   await db.query("delete from public.payproc_events");
@@ -268,13 +318,17 @@ try {
   const rounds: Timing[] = [];
   const baselines: Timing[] = [];
   const cpu = [0, 0, 0];
+  /** Subscription reads at the processor the measured webhook rounds made. */
+  let roundReads = 0;
+  const subscriptionReads = () => double.requestsTo("GET", /^\/v1\/subscriptions\//).length;
   for (let round = 0; round < ROUNDS; round++) {
-    const batch = await prepare(EVENTS);
+    const batch = await prepare(EVENTS, "next");
     double.reset(); // recorded requests only cost memory here
     const measureWebhook = async () => {
       const before = cpuNow(serverPid);
       rounds.push(await drive(batch, (d) => send(d, true)));
       cpuNow(serverPid).forEach((after, i) => cpu[i]! += after - before[i]!);
+      roundReads += subscriptionReads();
     };
     const measureBaseline = async () => baselines.push(await drive(batch, bare));
     // Alternate the order so drift affects both sides alike.
@@ -296,6 +350,12 @@ try {
     return 200;
   });
   const replays = await drive(deliveries.slice(0, REPLAYS), (d) => send(d, false));
+  // Events the webhook cannot prove newest: each re-reads its subscription.
+  const rereadBatch = await prepare(REREADS, "reread");
+  double.reset();
+  const reread = await drive(rereadBatch, (d) => send(d, true));
+  const rereads = subscriptionReads();
+  deliveries.push(...rereadBatch);
 
   // Exactly once: every event recorded once, applied, and no replay did anything.
   const recorded = await db.query<{ outcome: string; n: number }>(
@@ -336,6 +396,13 @@ try {
   console.log(`  rounds                    ${perRound(baselines)} events/s`);
   console.log(line("bare signature check", verifyOnly));
   console.log(line("replays (duplicates)", replays));
+  console.log(line("webhook, each re-reading", reread));
+  console.log(
+    `  processor reads           ${roundReads} in the measured rounds; ${rereads} for the ${REREADS} ` +
+      `events that re-read (information: ${
+        (reread.perSecond / baseline.perSecond).toFixed(2)
+      }x the baseline)`,
+  );
   console.log(
     `  information               p95 webhook ÷ baseline ${
       (webhook.p95Ms / baseline.p95Ms).toFixed(2)
@@ -354,9 +421,11 @@ try {
     webhook.perSecond / baseline.perSecond,
     TARGET_RATIO,
   );
-  if ([...rounds, ...baselines, replays].some((r) => r.errors > 0)) {
+  if ([...rounds, ...baselines, replays, reread].some((r) => r.errors > 0)) {
     throw new Error("deliveries failed during the run");
   }
+  if (roundReads !== 0) throw new Error("Events whose copy is provably newest read the processor");
+  if (rereads !== REREADS) throw new Error(`${REREADS} events to re-read made ${rereads} reads`);
   if ((outcomes.applied ?? 0) !== distinct || Object.keys(outcomes).length !== 1) {
     throw new Error("Not every event was applied exactly once");
   }

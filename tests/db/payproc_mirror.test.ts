@@ -191,3 +191,159 @@ sqlTest("mirror_subscription() and record_payproc_event() are the service's only
     );
   }
 });
+
+/** `apply_subscription_event()`'s answer for `state` carried by `evt`, at `now`. */
+async function applySigned(
+  state: SubscriptionState,
+  evt: ReturnType<typeof event>,
+  now = new Date(),
+): Promise<{ outcome: string; detail: string | null }> {
+  const { rows } = await db.pool.query(
+    "select * from public.apply_subscription_event($1::jsonb, $2::jsonb, $3)",
+    [JSON.stringify(mirroredObject(state)), JSON.stringify(evt), now],
+  );
+  return rows[0];
+}
+
+/** Sets the row's stamp (`payproc_state_at`) to Unix second `at` (null: unknown). */
+async function stamp(userId: string, at: number | null): Promise<void> {
+  await db.pool.query(
+    "update public.subscriptions set payproc_state_at = to_timestamp($2) where user_id = $1",
+    [userId, at],
+  );
+}
+
+sqlTest(
+  "apply_subscription_event() writes an event's copy only when created strictly after the stamp, for the same customer; else it writes nothing",
+  async () => {
+    const { user, state } = await mirroredRow();
+    const t = Math.floor(Date.now() / 1000);
+    const unproven = async (
+      label: string,
+      s: SubscriptionState,
+      evt: ReturnType<typeof event>,
+    ) => {
+      const before = await row(user.id);
+      assert.deepEqual(await applySigned(s, evt), { outcome: "unproven", detail: null }, label);
+      assert.deepEqual(await row(user.id), before, label);
+      assert.equal(
+        (await db.pool.query("select 1 from public.payproc_events where id = $1", [evt.id]))
+          .rowCount,
+        0,
+        label,
+      );
+    };
+    await unproven("no stamp", state, { ...event(), created: t });
+    await stamp(user.id, t);
+    await unproven("the stamp's second", state, { ...event(), created: t });
+    await unproven("older", state, { ...event(), created: t - 1 });
+    await unproven("another customer", { ...state, customerId: "cus_other" }, {
+      ...event(),
+      created: t + 1,
+    });
+    await unproven("no row", { ...state, subscriptionId: "sub_none" }, {
+      ...event(),
+      created: t + 1,
+    });
+
+    const newer = { ...event(), created: t + 1 };
+    const now = new Date();
+    assert.deepEqual(await applySigned(state, newer, now), { outcome: "applied", detail: null });
+    const after = await row(user.id);
+    assert.equal(after.subscription_status, "past_due");
+    assert.deepEqual(after.payproc_state_at, new Date((t + 1) * 1000));
+    assert.deepEqual(after.payproc_event_created, new Date((t + 1) * 1000));
+    assert.deepEqual(after.payproc_synced_at, now, "a read begun before now is older");
+    // A repeat, even of a newer copy, is a duplicate and changes nothing.
+    assert.deepEqual(await applySigned({ ...state, status: "active" }, newer), {
+      outcome: "duplicate",
+      detail: null,
+    });
+    assert.equal((await row(user.id)).subscription_status, "past_due");
+    await assert.rejects(
+      db.pool.query("select * from public.apply_subscription_event($1::jsonb, $2::jsonb, null)", [
+        JSON.stringify(mirroredObject(state)),
+        JSON.stringify({ ...event(), created: t + 2 }),
+      ]),
+      /current time are required/,
+    );
+  },
+);
+
+sqlTest(
+  "subscriptions: an update of the processor bookkeeping alone neither moves updated_at nor broadcasts; any other does",
+  async () => {
+    const { user } = await mirroredRow();
+    const broadcasts = () =>
+      db.pool.query("select count(*)::int as n from realtime.messages where topic = $1", [
+        `user:${user.id}`,
+      ]).then((r) => r.rows[0].n as number);
+    const before = await row(user.id);
+    const sent = await broadcasts();
+    await db.pool.query(
+      `update public.subscriptions set payproc_state_at = now(), payproc_synced_at = now(),
+         payproc_event_created = now() where user_id = $1`,
+      [user.id],
+    );
+    assert.deepEqual((await row(user.id)).updated_at, before.updated_at);
+    assert.equal(await broadcasts(), sent);
+    // An update that changes nothing at all still counts, as before.
+    await db.pool.query("update public.subscriptions set source = source where user_id = $1", [
+      user.id,
+    ]);
+    assert.ok(((await row(user.id)).updated_at as Date) > (before.updated_at as Date));
+    assert.equal(await broadcasts(), sent + 1);
+    await db.pool.query(
+      "update public.subscriptions set cancel_at_period_end = true, payproc_state_at = now() where user_id = $1",
+      [user.id],
+    );
+    assert.equal(await broadcasts(), sent + 2);
+  },
+);
+
+sqlTest(
+  "mirror_subscription() keeps the stamp: the Date of the read (a read answered earlier is stale), cleared by a read without one, moved when the values are the same",
+  async () => {
+    const { user, state } = await mirroredRow();
+    const t = Math.floor(Date.now() / 1000);
+    await stamp(user.id, t);
+    const at = (seconds: number) => new Date(seconds * 1000);
+    const mirrorAt = async (s: SubscriptionState, stateAt: Date | null) =>
+      (await db.pool.query<Verdict>(
+        "select * from public.mirror_subscription($1::jsonb, $2, null, null, null, $3)",
+        [JSON.stringify(mirroredObject(s)), new Date(), stateAt],
+      )).rows[0];
+
+    const earlier = await mirrorAt(state, at(t - 1));
+    assert.deepEqual([earlier?.fresh, earlier?.changed], [false, false]);
+    assert.equal((await row(user.id)).subscription_status, "active");
+
+    const later = await mirrorAt(state, at(t + 5));
+    assert.deepEqual([later?.fresh, later?.changed], [true, true]);
+    assert.deepEqual((await row(user.id)).payproc_state_at, at(t + 5));
+
+    const updatedAt = (await row(user.id)).updated_at;
+    const same = await mirrorAt(state, at(t + 9));
+    assert.deepEqual([same?.same, same?.changed], [true, false]);
+    assert.deepEqual((await row(user.id)).payproc_state_at, at(t + 9));
+    assert.deepEqual((await row(user.id)).updated_at, updatedAt);
+
+    await mirrorAt(state, null);
+    assert.equal((await row(user.id)).payproc_state_at, null);
+  },
+);
+
+sqlTest("apply_subscription_event() is the service's only", async () => {
+  const user = await createUser(db.pool);
+  for (const role of ["anon", "authenticated"] as const) {
+    await assert.rejects(
+      asRole(
+        db.pool,
+        { role, userId: user.id },
+        (c) =>
+          c.query("select * from public.apply_subscription_event('{}'::jsonb, '{}'::jsonb, now())"),
+      ),
+      /permission denied/,
+    );
+  }
+});

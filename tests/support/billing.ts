@@ -40,10 +40,16 @@ export interface BillingSetup {
   close(): Promise<void>;
 }
 
-/** A database, the double with our plan prices, and a runtime on both. */
-export async function billingSetup(env: Record<string, string> = {}): Promise<BillingSetup> {
+/**
+ * A database, the double with our plan prices, and a runtime on both
+ * (`double.now`: the processor's clock, default real time).
+ */
+export async function billingSetup(
+  env: Record<string, string> = {},
+  double_: { now?: () => number } = {},
+): Promise<BillingSetup> {
   const db = await createTestDatabase();
-  const double = new PayprocDouble();
+  const double = new PayprocDouble(double_);
   const prices = {
     starter_monthly: double.addPrice({
       lookupKey: "starter_monthly",

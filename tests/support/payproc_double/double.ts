@@ -423,6 +423,9 @@ export class PayprocDouble extends HttpDouble {
   ): Response {
     const headers: Record<string, string> = {
       "content-type": "application/json",
+      // The processor's clock (`now`), as the API's answers carry it: the
+      // webhook compares it with events' `created`.
+      date: new Date(this.store.now() * 1000).toUTCString(),
       "request-id": requestId,
       "stripe-version": request.headers.get("stripe-version") ?? Stripe.API_VERSION,
     };

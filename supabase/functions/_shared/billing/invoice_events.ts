@@ -55,6 +55,7 @@ function handler(
         subscription = current &&
           await readForSync(ctx, current.subscription, {
             readAt: current.readAt,
+            stateAt: current.stateAt,
             eventCreated: event.created,
           });
       }

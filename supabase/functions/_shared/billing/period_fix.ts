@@ -79,7 +79,9 @@ export async function fixPeriod(
   await sql.query(
     `update public.subscriptions
      set current_period_start = $2, current_period_end = $3,
-         payproc_synced_at = greatest(payproc_synced_at, $4::timestamptz)
+         payproc_synced_at = greatest(payproc_synced_at, $4::timestamptz),
+         -- A read without the processor's time: the next event re-reads.
+         payproc_state_at = null
      where user_id = $1`,
     [userId, state.periodStart, state.periodEnd, readAt],
   );

@@ -1,12 +1,19 @@
 /**
  * Webhook handlers of subscription events (`customer.subscription.*`) and of
- * `checkout.session.completed` in subscription mode. Each re-reads the
- * subscription (and the checkout session) from the processor before any
- * transaction, so the newest state wins whatever the delivery order, and
- * never trusts the event's copy: a subscription the processor does not have
- * is never mirrored, only a row already mirroring it is ended. The common
- * case — the row already mirrors the subscription — records the event and
- * writes the row in one call (`public.mirror_subscription`).
+ * `checkout.session.completed` in subscription mode.
+ *
+ * A lifecycle event whose own copy provably carries the newest state — the
+ * row already mirrors the subscription, and the event was created strictly
+ * after the processor time the row is known current at — is recorded and
+ * written from that copy in one call, with no processor read
+ * (`public.apply_subscription_event`; why that is safe in any delivery
+ * order is in its migration). Every other event re-reads the subscription
+ * (and the checkout session) from the processor before any transaction, so
+ * the newest state wins whatever the delivery order: a subscription the
+ * processor does not have is never mirrored, only a row already mirroring it
+ * is ended. The common re-read case — the row already mirrors the
+ * subscription — records the event and writes the row in one call
+ * (`public.mirror_subscription`).
  *
  * @module
  */
@@ -14,8 +21,11 @@ import type Stripe from "stripe";
 import type { Context } from "../platform/context.ts";
 import { orNullIfMissing } from "../platform/payproc_calls.ts";
 import { markGone } from "./subscription_gone.ts";
-import { idOf } from "./subscription_state.ts";
+import { idOf, subscriptionState } from "./subscription_state.ts";
+import { ourPlans } from "./plan_prices.ts";
+import { mirroredObject } from "./subscription_rows.ts";
 import {
+  MIRROR_IN_PLACE,
   mirrorArgs,
   type MirrorRow,
   readContenders,
@@ -31,13 +41,15 @@ import { ledgerJson } from "../payproc_webhook/ledger.ts";
 import {
   applied,
   type EventOf,
+  type EventOutcome,
   ignored,
+  type LedgerEntry,
   skipped,
   type WebhookHandler,
   type WebhookHandlers,
   type WebhookResult,
 } from "../payproc_webhook/types.ts";
-import { payprocFor } from "../platform/payproc.ts";
+import { PAYPROC_API_VERSION, payprocFor } from "../platform/payproc.ts";
 
 /** A sync result as an event outcome. */
 export function asWebhookResult(result: SyncResult): WebhookResult {
@@ -60,18 +72,49 @@ export type SubscriptionEventRead =
 /** The subscription an event is about, and the user it must belong to, or why there is none. */
 type Target = { subscriptionId: string; userId?: string } | WebhookResult;
 
+/** One call: the event's own copy written when provably the newest (see the module doc). */
+const APPLY_SIGNED =
+  "select outcome, detail from public.apply_subscription_event($1::jsonb, $2::jsonb, $3::timestamptz)";
+
 /**
- * One call: judge the row mirroring the subscription, record the event
- * (only when the row mirrors it, with the outcome of {@linkcode asWebhookResult})
- * and update the row, unless the event was recorded before.
+ * Applies a lifecycle event from its own copy when that provably is the
+ * newest state; null when it cannot be proved (then the handler re-reads).
+ * Only a copy in the API version our reads use is taken (another version
+ * may place fields elsewhere).
  */
-const QUICK = `select * from public.mirror_subscription(
-  $1::jsonb, $2::timestamptz, $3::timestamptz, $4::uuid, $5::jsonb)`;
+async function applySigned(
+  entry: LedgerEntry,
+  ctx: Context,
+): Promise<EventOutcome | null> {
+  const { event } = entry;
+  const subscription = event.data.object as Partial<Stripe.Subscription>;
+  if (
+    event.api_version !== PAYPROC_API_VERSION || subscription.object !== "subscription" ||
+    !Array.isArray(subscription.items?.data) || typeof subscription.customer !== "string"
+  ) return null;
+  const state = subscriptionState(subscription as Stripe.Subscription, await ourPlans(ctx));
+  const row = await ctx.db.one<
+    { outcome: "applied" | "duplicate" | "unproven"; detail: string | null }
+  >(
+    APPLY_SIGNED,
+    [JSON.stringify(mirroredObject(state)), ledgerJson(entry), new Date()],
+  );
+  switch (row.outcome) {
+    case "unproven":
+      return null;
+    case "duplicate":
+      return { outcome: "duplicate" };
+    case "applied":
+      return applied(row.detail ?? undefined);
+  }
+}
 
 function subscriptionHandler<E extends Stripe.Event>(
   target: (event: E, ctx: Context) => Promise<Target>,
+  options: { signedCopy: boolean } = { signedCopy: false },
 ): WebhookHandler<E, SubscriptionEventRead> {
   return {
+    ...(options.signedCopy && { fromPayload: ({ entry, ctx }) => applySigned(entry, ctx) }),
     async read({ event, ctx }) {
       const found = await target(event, ctx);
       if ("outcome" in found) return { kind: "settled", result: found };
@@ -79,6 +122,7 @@ function subscriptionHandler<E extends Stripe.Event>(
       if (!current) return { kind: "gone", subscriptionId: found.subscriptionId };
       const read = await readForSync(ctx, current.subscription, {
         readAt: current.readAt,
+        stateAt: current.stateAt,
         eventCreated: event.created,
         userId: found.userId,
       });
@@ -86,10 +130,10 @@ function subscriptionHandler<E extends Stripe.Event>(
     },
     async quick({ entry, db, read }) {
       if (read.kind !== "current") return null;
-      const row = await db.maybeOne<MirrorRow & { recorded: boolean }>(QUICK, [
-        ...mirrorArgs(read.read),
-        ledgerJson(entry),
-      ]);
+      const row = await db.maybeOne<MirrorRow & { recorded: boolean }>(
+        MIRROR_IN_PLACE,
+        mirrorArgs(read.read, ledgerJson(entry)),
+      );
       if (row === null || !row.matches) return null;
       if (!row.recorded) return { outcome: "duplicate" };
       // Recorded and matching: the row was locked, so the update ran exactly when it was due.
@@ -121,9 +165,10 @@ type SubscriptionEventType =
   | "customer.subscription.paused"
   | "customer.subscription.resumed";
 
-/** A lifecycle event is about its own object. */
-const onSubscriptionEvent = subscriptionHandler<EventOf<SubscriptionEventType>>((event) =>
-  Promise.resolve({ subscriptionId: event.data.object.id })
+/** A lifecycle event is about its own object, whose copy it carries. */
+const onSubscriptionEvent = subscriptionHandler<EventOf<SubscriptionEventType>>(
+  (event) => Promise.resolve({ subscriptionId: event.data.object.id }),
+  { signedCopy: true },
 );
 
 /** A completed checkout links its subscription to the user it was made for (re-read, not trusted). */

@@ -30,6 +30,8 @@ export interface SubscriptionRow {
   cancel_at_period_end: boolean;
   payproc_event_created: Date | null;
   payproc_synced_at: Date | null;
+  /** Processor time the mirrored values are known current at (see `subscription_sync.ts`). */
+  payproc_state_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }

@@ -18,9 +18,14 @@
  *    (so `updated_at` moves on every change and only then).
  *
  * Ordering comes from the reads, not from event order: a write carrying a
- * read older than the stored one (`payproc_synced_at`) is refused, so a slow
- * reader never overwrites a fresher state. A subscription the processor does
- * not have is never mirrored from anyone's copy of it.
+ * read older than the stored one (`payproc_synced_at`, or by the processor's
+ * clock `payproc_state_at`) is refused, so a slow reader never overwrites a
+ * fresher state. Each write keeps `payproc_state_at`, the processor time the
+ * row is known current at (the `Date` of the read's answer; cleared by a
+ * read that has none), which lets the webhook write a later event's own
+ * copy without a read (`public.apply_subscription_event`, see its
+ * migration). A subscription the processor does not have is never mirrored
+ * from anyone's copy of it.
  *
  * @module
  */
@@ -29,7 +34,7 @@ import type { Context } from "../platform/context.ts";
 import type { Db, Sql, SqlParam } from "../platform/db.ts";
 import { type OurPlans, ourPlans } from "./plan_prices.ts";
 import { lockProcessorObject } from "./processor_locks.ts";
-import { orNullIfMissing, RereadNeeded } from "../platform/payproc_calls.ts";
+import { answeredAt, orNullIfMissing, RereadNeeded } from "../platform/payproc_calls.ts";
 import {
   MIRRORED_NAMES,
   MIRRORED_PARAMS,
@@ -56,6 +61,11 @@ export interface SyncOptions {
   userId?: string;
   /** When the subscription was read from the processor (taken before the request). */
   readAt: Date;
+  /**
+   * The processor's time of its answer (`Date`), when known: the row is then
+   * known current at it. Absent (a page of a list): the row's stamp is cleared.
+   */
+  stateAt?: Date | null;
   /** `created` of the webhook event being applied, if any (recorded on the row). */
   eventCreated?: number;
 }
@@ -109,17 +119,19 @@ export async function syncSubscription(
 }
 
 /**
- * Reads subscription `id`; null when the processor does not have it. (Its
- * customer is read only if the full write needs it, see {@linkcode readContenders}.)
+ * Reads subscription `id`, with our time before the request and the
+ * processor's time of its answer; null when the processor does not have it.
+ * (Its customer is read only if the full write needs it, see
+ * {@linkcode readContenders}.)
  */
 export async function readSubscription(
   ctx: Context,
   id: string,
-): Promise<{ subscription: Stripe.Subscription; readAt: Date } | null> {
+): Promise<{ subscription: Stripe.Subscription; readAt: Date; stateAt: Date | null } | null> {
   const payproc = await payprocFor(ctx);
   const readAt = new Date();
   const subscription = await orNullIfMissing(payproc.subscriptions.retrieve(id));
-  return subscription ? { subscription, readAt } : null;
+  return subscription ? { subscription, readAt, stateAt: answeredAt(subscription) } : null;
 }
 
 /** Phase 1: our plans (cached) and what `subscription` means for a row. No database. */
@@ -186,9 +198,15 @@ function eventCreatedAt(read: SubscriptionRead): Date | null {
   return created === undefined ? null : new Date(created * 1000);
 }
 
-/** The parameters of the statements below: mirrored values, the read, the event, a user. */
+/** The parameters of the statements below: mirrored values, the read, the event, a user, the stamp. */
 function params(read: SubscriptionRead, userId: string | null): SqlParam[] {
-  return [...mirroredValues(read.state), read.options.readAt, eventCreatedAt(read), userId];
+  return [
+    ...mirroredValues(read.state),
+    read.options.readAt,
+    eventCreatedAt(read),
+    userId,
+    read.options.stateAt ?? null,
+  ];
 }
 
 /** A row's verdict from `public.mirror_subscription()`. */
@@ -204,19 +222,24 @@ export interface MirrorRow {
   changed: boolean;
 }
 
-/** The arguments of `public.mirror_subscription()` for `read` (a ledger entry appends the event). */
-export function mirrorArgs(read: SubscriptionRead): SqlParam[] {
+/**
+ * SQL: the fast path (`public.mirror_subscription`, see its migration),
+ * recording the event `$5` when one is given.
+ */
+export const MIRROR_IN_PLACE = `select * from public.mirror_subscription(
+  $1::jsonb, $2::timestamptz, $3::timestamptz, $4::uuid, $5::jsonb, $6::timestamptz)`;
+
+/** The parameters of {@linkcode MIRROR_IN_PLACE} for `read` and the ledger fields of its event, if any. */
+export function mirrorArgs(read: SubscriptionRead, event: string | null = null): SqlParam[] {
   return [
     JSON.stringify(mirroredObject(read.state)),
     read.options.readAt,
     eventCreatedAt(read),
     read.options.userId ?? null,
+    event,
+    read.options.stateAt ?? null,
   ];
 }
-
-/** SQL: the fast path (`public.mirror_subscription`, see its migration), without an event. */
-const MIRROR_IN_PLACE =
-  "select * from public.mirror_subscription($1::jsonb, $2::timestamptz, $3::timestamptz, $4::uuid)";
 
 /** What a judged row means, when it settles the sync. */
 export function settledBy(row: MirrorRow | null): SyncResult | null {
@@ -260,7 +283,7 @@ export async function writeSync(sql: Sql, read: SubscriptionRead): Promise<SyncR
     const current = linked?.user_id === userId
       ? linked
       : await subscriptionRow(sql, userId, { lock: true });
-    let decision = decideWrite(current, state, options.readAt);
+    let decision = decideWrite(current, state, options);
     if (decision.action === "contest") decision = contest(read, decision.otherSubscriptionId);
     if (decision.action === "skip") return skip(decision.result, userId, decision.reason);
     if (current?.payproc_customer_id !== state.customerId) {
@@ -276,6 +299,7 @@ export async function writeSync(sql: Sql, read: SubscriptionRead): Promise<SyncR
       continue; // a concurrent first write (same user or customer): decide again against it
     }
     const updated = await sql.maybeOne(UPDATE, params(read, userId));
+    if (!updated) await sql.query(STAMP, [userId, options.readAt, options.stateAt ?? null]);
     return { result: updated ? "changed" : "unchanged", userId };
   }
   throw new Error(`Cannot sync subscription "${state.subscriptionId}": its row keeps changing`);
@@ -291,12 +315,15 @@ export async function writeSync(sql: Sql, read: SubscriptionRead): Promise<SyncR
 export function decideWrite(
   current: SubscriptionRow | null,
   state: SubscriptionState,
-  readAt: Date,
+  read: Pick<SyncOptions, "readAt" | "stateAt">,
   now: Date = new Date(),
 ): WriteDecision {
   if (current === null) return { action: "write" };
   if (current.payproc_subscription_id === state.subscriptionId) {
-    if (current.payproc_synced_at && readAt < current.payproc_synced_at) {
+    if (
+      (current.payproc_synced_at && read.readAt < current.payproc_synced_at) ||
+      (read.stateAt && current.payproc_state_at && read.stateAt < current.payproc_state_at)
+    ) {
       return { action: "skip", result: "stale", reason: "a newer read is already stored" };
     }
     return { action: "write" };
@@ -346,15 +373,37 @@ function skip(result: "stale" | "kept", userId: string | null, reason: string): 
 /** Inserts the user's first row ($13) unless a row of the user, customer or subscription exists. */
 const INSERT = `
   insert into public.subscriptions (${MIRRORED_NAMES}, payproc_synced_at, payproc_event_created,
-                                    user_id)
-  values (${MIRRORED_PARAMS}, $11::timestamptz, $12::timestamptz, $13::uuid)
+                                    user_id, payproc_state_at)
+  values (${MIRRORED_PARAMS}, $11::timestamptz, $12::timestamptz, $13::uuid, $14::timestamptz)
   on conflict do nothing
   returning id`;
+
+/**
+ * The row's stamp after a read answered at `$n` (null: the read has no
+ * processor time, so the stamp is cleared), as `public.mirror_subscription`
+ * keeps it.
+ */
+const stampAfter = (n: number) =>
+  `case when $${n}::timestamptz is null then null
+        else greatest(s.payproc_state_at, $${n}::timestamptz) end`;
 
 /** Overwrites user $13's row with the mirrored values when something differs. */
 const UPDATE = `
   update public.subscriptions s set ${MIRRORED_SET},
     payproc_synced_at = greatest(s.payproc_synced_at, $11::timestamptz),
-    payproc_event_created = greatest(s.payproc_event_created, $12::timestamptz)
+    payproc_event_created = greatest(s.payproc_event_created, $12::timestamptz),
+    payproc_state_at = ${stampAfter(14)}
   where s.user_id = $13::uuid and not ${mirrorsValues("s")}
   returning s.id`;
+
+/**
+ * Bookkeeping only, when user $1's row already held the values: it is
+ * current as of this read (the row's triggers skip such an update).
+ */
+const STAMP = `
+  update public.subscriptions s set
+    payproc_synced_at = greatest(s.payproc_synced_at, $2::timestamptz),
+    payproc_state_at = ${stampAfter(3)}
+  where s.user_id = $1::uuid
+    and (s.payproc_state_at is distinct from ${stampAfter(3)}
+         or s.payproc_synced_at is distinct from greatest(s.payproc_synced_at, $2::timestamptz))`;

@@ -2,6 +2,8 @@
  * Applying a verified event exactly once, without holding a database
  * connection across a processor call:
  *
+ * 0. A handler that can may apply the event from its own signed copy, when
+ *    that provably is the newest state (one database call, no read).
  * 1. The handler reads what the event is about from the processor.
  * 2. Its `quick` call may record and apply the event in one go (the common
  *    case: one database round trip per event); otherwise `complete` reads
@@ -15,7 +17,8 @@
  * keeps the common path at one database call.
  *
  * Ordering does not depend on delivery order: handlers write state re-read
- * from the processor, guarded by the time of the read.
+ * from the processor, guarded by the time of the read, or an event's own
+ * copy only when it is provably newer than what is stored.
  *
  * @module
  */
@@ -76,6 +79,8 @@ async function applyWith(
   handler: WebhookHandler,
 ): Promise<EventOutcome> {
   const { event } = entry;
+  const signed = await handler.fromPayload?.({ entry, ctx });
+  if (signed) return signed;
   let read = await handler.read({ event, ctx });
   const quick = await handler.quick?.({ entry, db: ctx.db, read });
   if (quick) return quick;

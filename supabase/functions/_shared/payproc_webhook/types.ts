@@ -30,14 +30,21 @@ export interface LedgerEntry {
 }
 
 /**
- * Handles one event type. `read` runs first, outside any transaction (the
- * processor is called only here); then, if `quick` settles the event in one
+ * Handles one event type. `fromPayload`, when the handler has it, may settle
+ * the event from its signed copy; else `read` runs, outside any transaction
+ * (the processor is called only here); then, if `quick` settles the event in one
  * statement (recording it too), that is all; else `complete` reads what the
  * full write needs and `write` runs in the transaction that records the
  * event. `write` may throw `RereadNeeded`: then `complete` runs again with
  * that object and `write` is retried.
  */
 export interface WebhookHandler<E extends Stripe.Event = Stripe.Event, R = unknown> {
+  /**
+   * Records and applies the event from its own signed copy in one call, when
+   * that provably is the newest state; null when it cannot be proved (then
+   * `read` runs). Runs first; handlers without it always read.
+   */
+  fromPayload?(args: { entry: LedgerEntry; ctx: Context }): Promise<EventOutcome | null>;
   /** Reads what the event is about from the processor. */
   read(args: { event: E; ctx: Context }): Promise<R>;
   /** Records and applies the event in one statement when it can; null otherwise. */

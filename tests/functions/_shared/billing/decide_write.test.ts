@@ -38,6 +38,7 @@ function row(overrides: Partial<SubscriptionRow> = {}): SubscriptionRow {
     cancel_at_period_end: false,
     payproc_event_created: null,
     payproc_synced_at: NOW,
+    payproc_state_at: NOW,
     created_at: NOW,
     updated_at: NOW,
     ...overrides,
@@ -45,27 +46,50 @@ function row(overrides: Partial<SubscriptionRow> = {}): SubscriptionRow {
 }
 
 Deno.test("decideWrite() writes a first row, and the same subscription unless the read is older", () => {
-  assert.deepEqual(decideWrite(null, state(), NOW, NOW), { action: "write" });
+  assert.deepEqual(decideWrite(null, state(), { readAt: NOW }, NOW), { action: "write" });
   const mirrored = row({ payproc_subscription_id: "sub_new" });
-  assert.deepEqual(decideWrite(mirrored, state(), NOW, NOW), { action: "write" });
-  assert.deepEqual(decideWrite(mirrored, state(), new Date(NOW.getTime() + 1), NOW), {
+  assert.deepEqual(decideWrite(mirrored, state(), { readAt: NOW }, NOW), { action: "write" });
+  assert.deepEqual(decideWrite(mirrored, state(), { readAt: new Date(NOW.getTime() + 1) }, NOW), {
     action: "write",
   });
-  assert.deepEqual(decideWrite(mirrored, state(), new Date(NOW.getTime() - 1), NOW), {
+  assert.deepEqual(decideWrite(mirrored, state(), { readAt: new Date(NOW.getTime() - 1) }, NOW), {
     action: "skip",
     result: "stale",
     reason: "a newer read is already stored",
   });
 });
 
+Deno.test("decideWrite() refuses a read answered before the processor time the row is current at", () => {
+  const mirrored = row({ payproc_subscription_id: "sub_new" });
+  const later = new Date(NOW.getTime() + 1000);
+  // Our clock says newer, the processor's clock says older: stale.
+  assert.deepEqual(
+    decideWrite(mirrored, state(), { readAt: later, stateAt: new Date(NOW.getTime() - 1000) }, NOW),
+    { action: "skip", result: "stale", reason: "a newer read is already stored" },
+  );
+  for (const stateAt of [NOW, later, null, undefined]) {
+    assert.deepEqual(decideWrite(mirrored, state(), { readAt: later, stateAt }, NOW), {
+      action: "write",
+    });
+  }
+  // A row whose stamp is unknown judges by our clock alone.
+  assert.deepEqual(
+    decideWrite(row({ payproc_subscription_id: "sub_new", payproc_state_at: null }), state(), {
+      readAt: later,
+      stateAt: new Date(0),
+    }, NOW),
+    { action: "write" },
+  );
+});
+
 Deno.test("decideWrite() contests a live subscription, replaces an ended one", () => {
-  assert.deepEqual(decideWrite(row(), state(), NOW, NOW), {
+  assert.deepEqual(decideWrite(row(), state(), { readAt: NOW }, NOW), {
     action: "contest",
     otherSubscriptionId: "sub_old",
   });
   for (const status of ["canceled", "incomplete_expired"] as const) {
     assert.deepEqual(
-      decideWrite(row({ subscription_status: status }), state(), NOW, NOW),
+      decideWrite(row({ subscription_status: status }), state(), { readAt: NOW }, NOW),
       { action: "write" },
     );
   }
@@ -73,12 +97,12 @@ Deno.test("decideWrite() contests a live subscription, replaces an ended one", (
 
 Deno.test("decideWrite() keeps an active grant against a subscription that gives no access", () => {
   const grant = row({ source: "grant", payproc_subscription_id: null });
-  assert.deepEqual(decideWrite(grant, state({ status: "past_due" }), NOW, NOW), {
+  assert.deepEqual(decideWrite(grant, state({ status: "past_due" }), { readAt: NOW }, NOW), {
     action: "skip",
     result: "kept",
     reason: "an active grant outranks it",
   });
-  assert.deepEqual(decideWrite(grant, state({ status: "active" }), NOW, NOW), {
+  assert.deepEqual(decideWrite(grant, state({ status: "active" }), { readAt: NOW }, NOW), {
     action: "write",
   });
   const lapsed = row({
@@ -86,7 +110,7 @@ Deno.test("decideWrite() keeps an active grant against a subscription that gives
     payproc_subscription_id: null,
     current_period_end: new Date(NOW.getTime() - HOUR),
   });
-  assert.deepEqual(decideWrite(lapsed, state({ status: "past_due" }), NOW, NOW), {
+  assert.deepEqual(decideWrite(lapsed, state({ status: "past_due" }), { readAt: NOW }, NOW), {
     action: "write",
   });
 });
