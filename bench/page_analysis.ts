@@ -12,12 +12,23 @@
  *
  * Prints the median of each over the rounds, and the ratios.
  *
+ * Targets, on each page (see `support/targets.ts`; a missed one exits 1):
+ * `fetchPage` within 3x Deno's `fetch()`; `extractPage` within 10x the regex
+ * strip (its rules cost 6.6x that one regex on the largest page when this
+ * target was set; both are linear in the page's size). Its milliseconds per
+ * MiB print as information.
+ *
  * @module
  */
 import { extractPage } from "../supabase/functions/_shared/analysis/extract.ts";
 import { fetchPage } from "../supabase/functions/_shared/platform/web/page_fetch.ts";
+import { RatioTargets } from "./support/targets.ts";
 
 const ROUNDS = 40;
+/** `fetchPage`, at most (÷ Deno's `fetch()` of the same bytes). */
+const FETCH_RATIO = 3;
+/** `extractPage`, at most (÷ the regex strip of the same page). */
+const EXTRACT_RATIO = 10;
 
 /** A shop-like page of about `bytes`: head, navigation, repeated product sections, a script. */
 function page(bytes: number): string {
@@ -61,6 +72,9 @@ const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }
 });
 const base = `http://127.0.0.1:${server.addr.port}`;
 
+const targets = new RatioTargets();
+/** Per page: fetchPage ÷ fetch(), and extractPage ÷ the regex strip. */
+const ratios: Array<[string, number, number]> = [];
 try {
   for (const [path, html] of pages) {
     const url = `${base}${path}`;
@@ -91,7 +105,17 @@ try {
         `  extract  extractPage ${extractOurs!.toFixed(2)} ms vs regex strip ` +
         `${extractNaive!.toFixed(2)} ms  ratio ${(extractOurs! / extractNaive!).toFixed(2)}`,
     );
+    console.log(
+      `  extract  ${(extractOurs! / (html.length / (1024 * 1024))).toFixed(1)} ms per MiB of page`,
+    );
+    ratios.push([path, fetchOurs! / fetchDeno!, extractOurs! / extractNaive!]);
   }
 } finally {
   await server.shutdown();
 }
+console.log("");
+for (const [path, fetchRatio, extractRatio] of ratios) {
+  targets.atMost(`${path}: fetchPage ÷ fetch()`, fetchRatio, FETCH_RATIO);
+  targets.atMost(`${path}: extractPage ÷ regex strip`, extractRatio, EXTRACT_RATIO);
+}
+targets.summarize();

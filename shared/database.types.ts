@@ -2212,6 +2212,7 @@ export type Database = {
           payproc_customer_id: string | null;
           payproc_event_created: string | null;
           payproc_price_id: string | null;
+          payproc_state_at: string | null;
           payproc_subscription_id: string | null;
           payproc_synced_at: string | null;
           source: string;
@@ -2230,6 +2231,7 @@ export type Database = {
           payproc_customer_id?: never;
           payproc_event_created?: never;
           payproc_price_id?: never;
+          payproc_state_at?: never;
           payproc_subscription_id?: never;
           payproc_synced_at?: never;
           source?: never;
@@ -2248,6 +2250,7 @@ export type Database = {
           payproc_customer_id?: never;
           payproc_event_created?: never;
           payproc_price_id?: never;
+          payproc_state_at?: never;
           payproc_subscription_id?: never;
           payproc_synced_at?: never;
           source?: never;
@@ -2388,6 +2391,13 @@ export type Database = {
           listing_id: string;
           seller_id: string;
           starts_at: string;
+        }[];
+      };
+      apply_subscription_event: {
+        Args: { p_event: Json; p_mirror: Json; p_now: string };
+        Returns: {
+          detail: string;
+          outcome: string;
         }[];
       };
       archive_duplicate_listings: {
@@ -3219,6 +3229,7 @@ export type Database = {
           p_event_created?: string;
           p_mirror: Json;
           p_read_at: string;
+          p_state_at?: string;
           p_user?: string;
         };
         Returns: {

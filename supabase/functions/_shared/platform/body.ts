@@ -13,12 +13,14 @@ export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 
 /** Reads the body as text, answering 413 past `limit` bytes (declared or actual). */
 export async function readBodyText(req: Request, limit: number): Promise<string> {
-  const declared = Number(req.headers.get("content-length") ?? "0");
-  if (declared > limit) throw tooLarge(limit);
-  if (!req.body) return "";
+  const length = req.headers.get("content-length");
+  if (Number(length ?? "0") > limit) throw tooLarge(limit);
   // A declared length within the limit cannot be exceeded (the server
-  // enforces Content-Length), so the body is read whole.
-  if (req.headers.has("content-length")) return await req.text();
+  // enforces Content-Length), so the body is read whole (and not through
+  // `req.body`, which would turn a body the server already holds into a
+  // stream first).
+  if (length !== null) return await req.text();
+  if (!req.body) return "";
   const { bytes, truncated } = await readAtMost(req.body, limit);
   if (truncated) throw tooLarge(limit);
   return new TextDecoder().decode(bytes);

@@ -58,6 +58,11 @@ export class Context {
 
   /** Finishes what the request left for after its handler: queued tasks, then the outbox. */
   async settle(): Promise<void> {
+    if (this.#afterwards.length > 0) await this.#runAfterwards();
+    if (this.#outbox && this.#outbox.size > 0) await this.#outbox.flush();
+  }
+
+  async #runAfterwards(): Promise<void> {
     for (const task of this.#afterwards.splice(0)) {
       try {
         await task();
@@ -67,6 +72,5 @@ export class Context {
         });
       }
     }
-    if (this.#outbox && this.#outbox.size > 0) await this.#outbox.flush();
   }
 }

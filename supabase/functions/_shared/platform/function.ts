@@ -19,7 +19,6 @@
  *
  * @module
  */
-import { Hono } from "hono/quick";
 import type { z } from "zod";
 import type { Access } from "../../../../shared/access.ts";
 import { FUNCTION_NAMES } from "../../../../shared/function_names.ts";
@@ -31,7 +30,7 @@ import type { Caller } from "./caller.ts";
 import { Context } from "./context.ts";
 import type { RateLimitOverride } from "./env.ts";
 import { HttpError } from "./errors.ts";
-import { requestIdOf } from "./headers.ts";
+import { type HeaderPairs, requestIdOf } from "./headers.ts";
 import { describeError } from "./log.ts";
 import { enforceRateLimit, type RateLimit, rateLimitKey } from "./rate_limit.ts";
 import { defaultRuntime, type Runtime } from "./runtime.ts";
@@ -242,50 +241,26 @@ export function createFunction<
 
   const build = (runtime: Runtime) => {
     const rateLimit = effectiveRateLimit(name, declaredLimit, runtime.env.values.RATE_LIMITS);
-    type Vars = { ctx: Context; caller: string; headers: Array<[string, string]>; code?: string };
-    const app = new Hono<{ Variables: Vars }>();
     const preflight = Object.entries(runtime.cors.preflightHeaders());
-    const json = (body: unknown, status: number, headers: Array<[string, string]>) =>
-      new Response(JSON.stringify(body), {
-        status,
-        headers: [["content-type", "application/json"], ...headers],
-      });
+    /** Whether the `request` line is written at all (the level is the runtime's, fixed). */
+    const logsRequests = runtime.log.enabled("info");
+    const log = runtime.log.with({ function: name });
 
-    app.use("*", async (c, next) => {
-      const started = performance.now();
-      const requestId = requestIdOf(c.req.raw);
-      const log = runtime.log.with({ function: name, request_id: requestId });
-      c.set("ctx", new Context(runtime, requestId, log));
-      c.set("caller", "none");
-      c.set("headers", runtime.responseHeaders(c.req.header("origin") ?? null, requestId));
-      await next();
-      log.info("request", {
-        method: c.req.method,
-        status: c.res.status,
-        duration_ms: Math.round((performance.now() - started) * 10) / 10,
-        caller: c.get("caller"),
-        code: c.get("code"),
-      });
-    });
-
-    app.options(
-      "*",
-      (c) => new Response(null, { status: 204, headers: [...c.get("headers"), ...preflight] }),
-    );
-
-    app.post("*", async (c) => {
-      const ctx = c.get("ctx");
+    /** The work of a POST: credential, access, body, handler; the answer. */
+    const post = async (request: Request, ctx: Context, outcome: Outcome): Promise<Response> => {
       let caller: Caller | { kind: "none" } = { kind: "none" };
       if (access !== "webhook") {
+        // The `apikey` header counts only without `Authorization` (tokens.ts).
+        const authorization = request.headers.get("authorization");
         caller = await runtime.tokens.verify(
-          c.req.header("authorization") ?? null,
-          c.req.header("apikey") ?? null,
+          authorization,
+          authorization === null ? request.headers.get("apikey") : null,
         );
-        c.set("caller", caller.kind);
+        outcome.caller = caller.kind;
         await authorize(spec, caller, ctx);
         if (rateLimit) await enforceRateLimit(ctx, rateLimitKey(name, caller), rateLimit);
       }
-      const rawBody = await readBodyText(c.req.raw, bodyLimit);
+      const rawBody = await readBodyText(request, bodyLimit);
       let input: unknown = undefined;
       if (access !== "webhook") {
         const body = parseJsonObject(rawBody);
@@ -307,7 +282,7 @@ export function createFunction<
           input: input as never,
           caller: caller as CallerFor<A, G, T>,
           ctx,
-          request: c.req.raw,
+          request,
           rawBody,
         });
       } finally {
@@ -316,40 +291,75 @@ export function createFunction<
         await ctx.settle();
       }
       if (result instanceof Response) {
-        for (const [key, value] of c.get("headers")) result.headers.set(key, value);
+        for (const [key, value] of outcome.headers()) result.headers.set(key, value);
         return result;
       }
-      return json(result ?? {}, 200, c.get("headers"));
-    });
+      return runtime.jsonResponse(JSON.stringify(result ?? {}), 200, outcome.origin, ctx.requestId);
+    };
 
-    app.all("*", (c) => {
-      throw new HttpError(
-        405,
-        "method_not_allowed",
-        `Cannot ${c.req.method} this function: use POST`,
-        undefined,
-        { Allow: "POST, OPTIONS" },
-      );
-    });
-
-    app.onError((error, c) => {
+    /** The answer to a failure: the error model, logged when it is a 5xx. */
+    const failure = (error: Error, ctx: Context, outcome: Outcome): Response => {
       const httpError = toHttpError(error);
       if (httpError.status >= 500) {
         // An HttpError is a known outcome (its message says it all); anything
         // else is a bug, logged with its stack.
-        c.get("ctx").log.error("request failed", {
+        ctx.log.error("request failed", {
           code: httpError.code,
           ...(error instanceof HttpError ? { error_message: error.message } : describeError(error)),
         });
       }
-      c.set("code", httpError.code);
-      return json(options.errorBody?.(httpError) ?? httpError.toBody(), httpError.status, [
-        ...c.get("headers"),
-        ...Object.entries(httpError.headers ?? {}),
-      ]);
-    });
+      outcome.code = httpError.code;
+      return new Response(JSON.stringify(options.errorBody?.(httpError) ?? httpError.toBody()), {
+        status: httpError.status,
+        headers: [
+          ["content-type", "application/json"],
+          ...outcome.headers(),
+          ...Object.entries(httpError.headers ?? {}),
+        ],
+      });
+    };
 
-    return (request: Request) => Promise.resolve(app.fetch(request));
+    return async (request: Request): Promise<Response> => {
+      const started = logsRequests ? performance.now() : 0;
+      const requestId = requestIdOf(request);
+      const ctx = new Context(runtime, requestId, log.with({ request_id: requestId }));
+      const outcome = new Outcome(runtime, request.headers.get("origin"), requestId);
+      const method = request.method;
+      let response: Response;
+      try {
+        if (method === "POST") response = await post(request, ctx, outcome);
+        else if (method === "OPTIONS") {
+          response = new Response(null, {
+            status: 204,
+            headers: [...outcome.headers(), ...preflight],
+          });
+        } else {
+          throw new HttpError(
+            405,
+            "method_not_allowed",
+            `Cannot ${method} this function: use POST`,
+            undefined,
+            { Allow: "POST, OPTIONS" },
+          );
+        }
+      } catch (error) {
+        // Only an Error is answered; anything else thrown fails the request
+        // (as a server answers a handler that throws it).
+        if (!(error instanceof Error)) throw error;
+        response = failure(error, ctx, outcome);
+      }
+      if (logsRequests) {
+        ctx.log.info("request", {
+          method,
+          status: response.status,
+          duration_ms: Math.round((performance.now() - started) * 10) / 10,
+          caller: outcome.caller,
+          code: outcome.code,
+        });
+      }
+      // A HEAD is answered as a GET would be, without the body.
+      return method === "HEAD" ? new Response(null, response) : response;
+    };
   };
 
   const bound = (runtime: Runtime) => {
@@ -367,6 +377,27 @@ export function createFunction<
   Object.defineProperty(edge, "definition", { value: Object.freeze(definition) });
   Object.defineProperty(edge, "with", { value: bound });
   return edge;
+}
+
+/** What one request's answer carries and its log line reports, filled in as it is served. */
+class Outcome {
+  /** The caller's kind once its credential is verified. */
+  caller = "none";
+  /** The error code of a failure. */
+  code: string | undefined = undefined;
+  #headers?: HeaderPairs;
+
+  constructor(
+    private readonly runtime: Runtime,
+    /** The request's `Origin` (CORS). */
+    readonly origin: string | null,
+    private readonly requestId: string,
+  ) {}
+
+  /** The headers of every answer (security, CORS, request id), made when first needed. */
+  headers(): HeaderPairs {
+    return this.#headers ??= this.runtime.responseHeaders(this.origin, this.requestId);
+  }
 }
 
 /**

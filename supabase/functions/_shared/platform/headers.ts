@@ -71,6 +71,11 @@ export class CorsPolicy {
     return [...this.unlisted, ["Access-Control-Allow-Origin", origin]];
   }
 
+  /** `origin` when answers to it name it in `Access-Control-Allow-Origin`, else null. */
+  allowedOrigin(origin: string | null): string | null {
+    return origin !== null && this.origins.includes(origin) ? origin : null;
+  }
+
   /** Extra headers for an OPTIONS preflight answer. */
   preflightHeaders(): Record<string, string> {
     return {

@@ -35,6 +35,11 @@ export class Logger {
     return new Logger(this.level, { ...this.bound, ...fields }, this.sink);
   }
 
+  /** Whether a line at `level` is written (callers skip building fields that would be dropped). */
+  enabled(level: LogLevel): boolean {
+    return rank[level] >= rank[this.level];
+  }
+
   /** Logs at debug level. */
   debug(msg: string, fields?: LogFields): void {
     this.write("debug", msg, fields);

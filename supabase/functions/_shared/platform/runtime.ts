@@ -47,6 +47,8 @@ export class Runtime {
   /** Named caches that live as long as the isolate (e.g. price ids). */
   readonly caches = new Map<string, unknown>();
   private readonly securityPairs: HeaderPairs;
+  /** The headers of a JSON answer but its request id, by the origin CORS names (null: none). */
+  private readonly jsonHeaders = new Map<string | null, Headers>();
   private db?: Db;
   private verifier?: TokenVerifier;
   private readonly clock: () => Date;
@@ -72,6 +74,33 @@ export class Runtime {
    */
   responseHeaders(origin: string | null, requestId: string): HeaderPairs {
     return [...this.securityPairs, ...this.cors.headersFor(origin), ["X-Request-Id", requestId]];
+  }
+
+  /**
+   * A JSON answer (`body` is JSON text) with the headers of every answer
+   * ({@linkcode responseHeaders}) and `content-type: application/json`. The
+   * headers are kept in one `Headers` per CORS origin, given the request id
+   * right before each answer copies them: a `Headers` is copied without
+   * checking every name and value again, which costs more than the rest of a
+   * small answer.
+   */
+  jsonResponse(body: string, status: number, origin: string | null, requestId: string): Response {
+    const key = this.cors.allowedOrigin(origin);
+    let headers = this.jsonHeaders.get(key);
+    if (!headers) {
+      // In the order a copy lists them (lower case, sorted: names are
+      // case-insensitive), which then has least to do.
+      const pairs: HeaderPairs = [
+        ["content-type", "application/json"],
+        ...this.securityPairs,
+        ...this.cors.headersFor(origin),
+        ["X-Request-Id", requestId],
+      ].map(([name, value]) => [name!.toLowerCase(), value!]);
+      headers = new Headers(pairs.sort(([a], [b]) => (a < b ? -1 : 1)));
+      this.jsonHeaders.set(key, headers);
+    }
+    headers.set("x-request-id", requestId);
+    return new Response(body, { status, headers });
   }
 
   /** The database; 503 `not_configured` without `SUPABASE_DB_URL`. */

@@ -120,14 +120,16 @@ export class TokenVerifier {
   async verify(authorization: string | null, apikey: string | null = null): Promise<Caller> {
     if (authorization === null && apikey !== null) return this.apiKeyCaller(apikey);
     const token = bearer(authorization);
-    const bytes = new TextEncoder().encode(token);
+    // A remembered token verified as a JWT, so it matched no opaque key
+    // (they are compared first, and never change): it is looked up first.
+    const now = Date.now();
+    const remembered = this.verified.get(token);
+    if (remembered && remembered.until > now) return remembered.caller;
+    const bytes = ENCODER.encode(token);
     for (const key of this.opaque) {
       if (constantTimeEqual(bytes, key.bytes)) return key.caller;
     }
     if (!looksLikeJwt(token)) throw unauthorized("the bearer token is not a valid JWT");
-    const now = Date.now();
-    const remembered = this.verified.get(token);
-    if (remembered && remembered.until > now) return remembered.caller;
     let alg: unknown;
     try {
       alg = protectedHeader(token).alg;
@@ -142,7 +144,7 @@ export class TokenVerifier {
 
   /** The caller of an `apikey` header sent without `Authorization`: a publishable or secret key. */
   private apiKeyCaller(apikey: string): Caller {
-    const bytes = new TextEncoder().encode(apikey.trim());
+    const bytes = ENCODER.encode(apikey.trim());
     for (const key of this.opaque) {
       if (key.apiKey && constantTimeEqual(bytes, key.bytes)) return key.caller;
     }
@@ -231,6 +233,7 @@ interface OpaqueKey {
   apiKey: boolean;
 }
 
+const ENCODER = new TextEncoder();
 const ANON: Caller = { kind: "anon" };
 const SERVICE: Caller = { kind: "service" };
 
