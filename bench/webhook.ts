@@ -67,12 +67,13 @@ const REREADS = 3000;
 const ROUNDS = 2;
 const WEBHOOK_SECRET = "whsec_bench_secret";
 /**
- * Webhook events/s ÷ baseline events/s, at least. Measured 0.23–0.32 over
- * four runs on a 2-core machine with other work running, while events/s
- * ranged 266–295 there and 1,246–1,514 on the development machine
- * (docs/benchmarks.md); the target is about two thirds of the lowest.
+ * Webhook events/s ÷ baseline events/s, at least. Measured 0.70–0.82 on the
+ * development machine (2026-11-28: signed copies written without a read,
+ * gathered into one call under load); when every event re-read its
+ * subscription it was 0.23–0.32. The target is well under the lowest, so a
+ * loaded machine does not miss it, and far above what re-reading reached.
  */
-const TARGET_RATIO = 0.15;
+const TARGET_RATIO = 0.5;
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 const state = await Deno.makeTempDir({ prefix: "bench-webhook-" });

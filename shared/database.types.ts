@@ -2400,6 +2400,14 @@ export type Database = {
           outcome: string;
         }[];
       };
+      apply_subscription_events: {
+        Args: { p_items: Json; p_now: string };
+        Returns: {
+          detail: string;
+          item: number;
+          outcome: string;
+        }[];
+      };
       archive_duplicate_listings: {
         Args: Record<PropertyKey, never>;
         Returns: {

@@ -347,3 +347,46 @@ sqlTest("apply_subscription_event() is the service's only", async () => {
     );
   }
 });
+
+sqlTest(
+  "apply_subscription_events() applies a batch as one by one would: oldest first per subscription, a repeat within it a duplicate, answers by position",
+  async () => {
+    const a = await mirroredRow();
+    const b = await mirroredRow();
+    const t = Math.floor(Date.now() / 1000);
+    await stamp(a.user.id, t);
+    await stamp(b.user.id, t);
+    const newer = { ...event(), created: t + 2 };
+    const older = { ...event(), created: t + 1 };
+    const other = { ...event(), created: t + 1 };
+    const stale = { ...event(), created: t };
+    const items = [
+      { mirror: mirroredObject({ ...a.state, status: "unpaid" }), event: newer },
+      { mirror: mirroredObject(a.state), event: older },
+      { mirror: mirroredObject(b.state), event: other },
+      { mirror: mirroredObject(b.state), event: other },
+      { mirror: mirroredObject(b.state), event: stale },
+    ];
+    const { rows } = await db.pool.query(
+      "select * from public.apply_subscription_events($1::jsonb, now()) order by item",
+      [JSON.stringify(items)],
+    );
+    assert.deepEqual(rows.map((r) => [r.item, r.outcome]), [
+      [1, "applied"],
+      [2, "applied"], // applied first: older
+      [3, "applied"],
+      [4, "duplicate"],
+      [5, "unproven"],
+    ]);
+    assert.equal((await row(a.user.id)).subscription_status, "unpaid", "the newest wins");
+    assert.deepEqual((await row(a.user.id)).payproc_state_at, new Date((t + 2) * 1000));
+    assert.equal((await row(b.user.id)).subscription_status, "past_due");
+
+    for (const bad of ["{}", JSON.stringify(Array.from({ length: 101 }, () => items[0]))]) {
+      await assert.rejects(
+        db.pool.query("select * from public.apply_subscription_events($1::jsonb, now())", [bad]),
+        /at most 100/,
+      );
+    }
+  },
+);

@@ -14,6 +14,23 @@
 import { SIGNATURE_HEADER, verifyWebhook } from "../_shared/payproc_webhook/verify.ts";
 import { defineFunction } from "../_shared/platform/function.ts";
 
+/**
+ * The processing and the dispatch tables (every feature's event handlers),
+ * loaded with the first verified event (a refused delivery never loads
+ * them), once.
+ */
+let modules:
+  | Promise<[typeof import("../_shared/payproc_webhook/events.ts"), typeof import("./dispatch.ts")]>
+  | undefined;
+const processing = () =>
+  modules ??= Promise.all([
+    import("../_shared/payproc_webhook/events.ts"),
+    import("./dispatch.ts"),
+  ]).catch((error) => {
+    modules = undefined; // tried again by the next event
+    throw error;
+  });
+
 export default defineFunction({
   name: "payproc-webhook",
   access: "webhook",
@@ -23,13 +40,7 @@ export default defineFunction({
   async handle({ ctx, request, rawBody }) {
     const verified = await verifyWebhook(ctx.env, request.headers.get(SIGNATURE_HEADER), rawBody);
     const { event } = verified;
-    // The processing and the dispatch tables (every feature's event
-    // handlers) load with the first verified event: a refused delivery
-    // never loads them.
-    const [{ processEvent }, { handlerFor }] = await Promise.all([
-      import("../_shared/payproc_webhook/events.ts"),
-      import("./dispatch.ts"),
-    ]);
+    const [{ processEvent }, { handlerFor }] = await processing();
     const result = await processEvent(ctx, verified, handlerFor);
     return { received: true as const, id: event.id, type: event.type, ...result };
   },

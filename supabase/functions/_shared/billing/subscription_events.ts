@@ -5,9 +5,7 @@
  * A lifecycle event whose own copy provably carries the newest state — the
  * row already mirrors the subscription, and the event was created strictly
  * after the processor time the row is known current at — is recorded and
- * written from that copy in one call, with no processor read
- * (`public.apply_subscription_event`; why that is safe in any delivery
- * order is in its migration). Every other event re-reads the subscription
+ * written from that copy, with no processor read (`signed_copies.ts`). Every other event re-reads the subscription
  * (and the checkout session) from the processor before any transaction, so
  * the newest state wins whatever the delivery order: a subscription the
  * processor does not have is never mirrored, only a row already mirroring it
@@ -21,9 +19,8 @@ import type Stripe from "stripe";
 import type { Context } from "../platform/context.ts";
 import { orNullIfMissing } from "../platform/payproc_calls.ts";
 import { markGone } from "./subscription_gone.ts";
-import { idOf, subscriptionState } from "./subscription_state.ts";
-import { ourPlans } from "./plan_prices.ts";
-import { mirroredObject } from "./subscription_rows.ts";
+import { idOf } from "./subscription_state.ts";
+import { applySignedCopy } from "./signed_copies.ts";
 import {
   MIRROR_IN_PLACE,
   mirrorArgs,
@@ -49,7 +46,7 @@ import {
   type WebhookHandlers,
   type WebhookResult,
 } from "../payproc_webhook/types.ts";
-import { PAYPROC_API_VERSION, payprocFor } from "../platform/payproc.ts";
+import { payprocFor } from "../platform/payproc.ts";
 
 /** A sync result as an event outcome. */
 export function asWebhookResult(result: SyncResult): WebhookResult {
@@ -72,49 +69,12 @@ export type SubscriptionEventRead =
 /** The subscription an event is about, and the user it must belong to, or why there is none. */
 type Target = { subscriptionId: string; userId?: string } | WebhookResult;
 
-/** One call: the event's own copy written when provably the newest (see the module doc). */
-const APPLY_SIGNED =
-  "select outcome, detail from public.apply_subscription_event($1::jsonb, $2::jsonb, $3::timestamptz)";
-
-/**
- * Applies a lifecycle event from its own copy when that provably is the
- * newest state; null when it cannot be proved (then the handler re-reads).
- * Only a copy in the API version our reads use is taken (another version
- * may place fields elsewhere).
- */
-async function applySigned(
-  entry: LedgerEntry,
-  ctx: Context,
-): Promise<EventOutcome | null> {
-  const { event } = entry;
-  const subscription = event.data.object as Partial<Stripe.Subscription>;
-  if (
-    event.api_version !== PAYPROC_API_VERSION || subscription.object !== "subscription" ||
-    !Array.isArray(subscription.items?.data) || typeof subscription.customer !== "string"
-  ) return null;
-  const state = subscriptionState(subscription as Stripe.Subscription, await ourPlans(ctx));
-  const row = await ctx.db.one<
-    { outcome: "applied" | "duplicate" | "unproven"; detail: string | null }
-  >(
-    APPLY_SIGNED,
-    [JSON.stringify(mirroredObject(state)), ledgerJson(entry), new Date()],
-  );
-  switch (row.outcome) {
-    case "unproven":
-      return null;
-    case "duplicate":
-      return { outcome: "duplicate" };
-    case "applied":
-      return applied(row.detail ?? undefined);
-  }
-}
-
 function subscriptionHandler<E extends Stripe.Event>(
   target: (event: E, ctx: Context) => Promise<Target>,
   options: { signedCopy: boolean } = { signedCopy: false },
 ): WebhookHandler<E, SubscriptionEventRead> {
   return {
-    ...(options.signedCopy && { fromPayload: ({ entry, ctx }) => applySigned(entry, ctx) }),
+    ...(options.signedCopy && { fromPayload: ({ entry, ctx }) => applySignedCopy(entry, ctx) }),
     async read({ event, ctx }) {
       const found = await target(event, ctx);
       if ("outcome" in found) return { kind: "settled", result: found };

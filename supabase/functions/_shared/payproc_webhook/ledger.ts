@@ -11,8 +11,8 @@ import type { Sql } from "../platform/db.ts";
 import type { LedgerEntry, WebhookResult } from "./types.ts";
 
 /** The ledger's fields of `entry`, as `public.record_payproc_event(p_event)` takes them. */
-export function ledgerJson({ event, endpoint }: LedgerEntry): string {
-  return JSON.stringify({
+export function ledgerFields({ event, endpoint }: LedgerEntry): Record<string, unknown> {
+  return {
     id: event.id,
     type: event.type,
     created: event.created,
@@ -20,7 +20,12 @@ export function ledgerJson({ event, endpoint }: LedgerEntry): string {
     livemode: event.livemode,
     api_version: event.api_version ?? null,
     endpoint,
-  });
+  };
+}
+
+/** {@linkcode ledgerFields} as JSON text. */
+export function ledgerJson(entry: LedgerEntry): string {
+  return JSON.stringify(ledgerFields(entry));
 }
 
 /** Records `entry` (outcome applied until {@linkcode settleOutcome}); false when already recorded. */

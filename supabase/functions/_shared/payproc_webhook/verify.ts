@@ -22,7 +22,7 @@ import type Stripe from "stripe";
 import { refuseUnstorable } from "../platform/body.ts";
 import type { Env } from "../platform/env.ts";
 import { HttpError } from "../platform/errors.ts";
-import { isLiveKey, loadPayprocSdk } from "../platform/payproc.ts";
+import { isLiveKey, loadPayprocSdk, type PayprocSdk } from "../platform/payproc.ts";
 
 /** The signature header's name. */
 export const SIGNATURE_HEADER = "stripe-signature";
@@ -55,6 +55,14 @@ function webhookSecrets(env: Env): Array<[Endpoint, string]> {
   return secrets;
 }
 
+let loaded: Promise<[PayprocSdk, typeof import("./crypto.ts")]> | undefined;
+/** The SDK and the HMAC engine, loaded with the first event to verify, once. */
+const verifiers = () =>
+  loaded ??= Promise.all([loadPayprocSdk(), import("./crypto.ts")]).catch((error) => {
+    loaded = undefined; // tried again by the next event
+    throw error;
+  });
+
 /**
  * The verified, admitted event; 400 (`invalid_signature`, `invalid_json`,
  * `invalid_input`, `wrong_endpoint`, `wrong_mode`) otherwise.
@@ -70,10 +78,7 @@ export async function verifyWebhook(
   // The SDK and the HMAC engine (`node:crypto`, which brings up Deno's Node
   // compatibility layer: tens of milliseconds) load with the first event to
   // verify, not at cold start (docs/benchmarks.md, `cold_start`).
-  const [sdk, { hmacCryptoProvider }] = await Promise.all([
-    loadPayprocSdk(),
-    import("./crypto.ts"),
-  ]);
+  const [sdk, { hmacCryptoProvider }] = await verifiers();
   let stale = false;
   for (const [endpoint, secret] of secrets) {
     let event: Stripe.Event;
