@@ -15,7 +15,6 @@
  * @module
  */
 import { defineFunction } from "../_shared/platform/function.ts";
-import { runDealDeadlines } from "../_shared/deals/deadlines_job.ts";
 
 export default defineFunction({
   name: "deal-deadlines",
@@ -26,7 +25,11 @@ export default defineFunction({
   beyondInterface:
     "Exclusivity windows, inspection windows, holdbacks and dispute cases end by time alone, with no request in the path; something must cancel, escalate and release when they do",
   output: "JobAnswer",
-  handle({ ctx }) {
-    return runDealDeadlines(ctx);
+  async handle({ ctx }) {
+    // The job's six steps (every deal and case module they use) load with
+    // the first run that passed the access rule, not at cold start
+    // (docs/benchmarks.md, `cold_start`).
+    const { runDealDeadlines } = await import("../_shared/deals/deadlines_job.ts");
+    return await runDealDeadlines(ctx);
   },
 });

@@ -96,6 +96,15 @@ Deno.test("analyze-project loads the page extractor and the prompt with its firs
   }
 });
 
+Deno.test("deal-deadlines loads its job's steps with its first run", async () => {
+  const { atStart, all } = await modulesOf(handler("deal-deadlines"));
+  for (const file of ["deadlines_job.ts", "releases.ts", "cases.ts", "repayouts.ts"]) {
+    const path = `supabase/functions/_shared/deals/${file}`;
+    assert.ok(all.files.has(path), `deal-deadlines uses ${path}`);
+    assert.ok(!atStart.files.has(path), `${path} is loaded at cold start`);
+  }
+});
+
 Deno.test("no function loads a service SDK, pdf-lib, jose or a webhook verifier at cold start", async () => {
   // The webhook verifiers load Deno's Node compatibility layer (node:crypto,
   // the CommonJS standardwebhooks): tens of milliseconds each.

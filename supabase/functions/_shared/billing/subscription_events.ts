@@ -5,11 +5,11 @@
  * A lifecycle event whose own copy provably carries the newest state — the
  * row already mirrors the subscription, and the event was created strictly
  * after the processor time the row is known current at — is recorded and
- * written from that copy, with no processor read (`signed_copies.ts`). Every other event re-reads the subscription
- * (and the checkout session) from the processor before any transaction, so
- * the newest state wins whatever the delivery order: a subscription the
- * processor does not have is never mirrored, only a row already mirroring it
- * is ended. The common re-read case — the row already mirrors the
+ * written from that copy, with no processor read (`signed_copies.ts`).
+ * Every other event re-reads the subscription (and the checkout session)
+ * from the processor before any transaction, so the newest state wins
+ * whatever the delivery order: a subscription the processor does not have
+ * is never mirrored, only a row already mirroring it is ended. The common re-read case — the row already mirrors the
  * subscription — records the event and writes the row in one call
  * (`public.mirror_subscription`).
  *
@@ -38,9 +38,7 @@ import { ledgerJson } from "../payproc_webhook/ledger.ts";
 import {
   applied,
   type EventOf,
-  type EventOutcome,
   ignored,
-  type LedgerEntry,
   skipped,
   type WebhookHandler,
   type WebhookHandlers,
