@@ -214,6 +214,37 @@ async function stamp(userId: string, at: number | null): Promise<void> {
 }
 
 sqlTest(
+  "apply_subscription_event() writes every column of MIRRORED_COLUMNS too, and judges them all for 'already up to date'",
+  async () => {
+    const { user, state } = await mirroredRow();
+    const t = Math.floor(Date.now() / 1000);
+    await stamp(user.id, t);
+    const before = await row(user.id);
+    assert.deepEqual(await applySigned(state, { ...event(), created: t + 1 }), {
+      outcome: "applied",
+      detail: null,
+    });
+    const after = await row(user.id);
+    const wanted = mirroredObject(state);
+    for (const [column] of MIRRORED_COLUMNS) {
+      const value = after[column] instanceof Date ? after[column].toISOString() : after[column];
+      const expected = wanted[column] instanceof Date
+        ? (wanted[column] as Date).toISOString()
+        : wanted[column];
+      assert.deepEqual(value, expected, column);
+      if (!["payproc_subscription_id", "payproc_customer_id", "source"].includes(column)) {
+        assert.notDeepEqual(before[column], after[column], `${column} was meant to differ`);
+      }
+    }
+    assert.deepEqual(await applySigned(state, { ...event(), created: t + 2 }), {
+      outcome: "applied",
+      detail: "already up to date",
+    });
+    assert.deepEqual((await row(user.id)).updated_at, after.updated_at);
+  },
+);
+
+sqlTest(
   "apply_subscription_event() writes an event's copy only when created strictly after the stamp, for the same customer; else it writes nothing",
   async () => {
     const { user, state } = await mirroredRow();
