@@ -86,10 +86,13 @@ export function createGateway(options: GatewayOptions): (req: Request) => Promis
       status: error.status,
       code: error.code,
     });
-    return Response.json(error.toBody(), {
-      status: error.status,
-      headers: [...responseHeaders(req, requestId), ...Object.entries(error.headers ?? {})],
-    });
+    return runtime.jsonResponse(
+      JSON.stringify(error.toBody()),
+      error.status,
+      req.headers.get("origin"),
+      requestId,
+      error.headers,
+    );
   };
 
   return async (req) => {

@@ -12,6 +12,7 @@
  * @module
  */
 import { SIGNATURE_HEADER, verifyWebhook } from "../_shared/payproc_webhook/verify.ts";
+import { loadOnce } from "../_shared/lib/load_once.ts";
 import { defineFunction } from "../_shared/platform/function.ts";
 
 /**
@@ -19,17 +20,9 @@ import { defineFunction } from "../_shared/platform/function.ts";
  * loaded with the first verified event (a refused delivery never loads
  * them), once.
  */
-let modules:
-  | Promise<[typeof import("../_shared/payproc_webhook/events.ts"), typeof import("./dispatch.ts")]>
-  | undefined;
-const processing = () =>
-  modules ??= Promise.all([
-    import("../_shared/payproc_webhook/events.ts"),
-    import("./dispatch.ts"),
-  ]).catch((error) => {
-    modules = undefined; // tried again by the next event
-    throw error;
-  });
+const processing = loadOnce(() =>
+  Promise.all([import("../_shared/payproc_webhook/events.ts"), import("./dispatch.ts")])
+);
 
 export default defineFunction({
   name: "payproc-webhook",

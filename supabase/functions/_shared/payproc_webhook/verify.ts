@@ -22,7 +22,8 @@ import type Stripe from "stripe";
 import { refuseUnstorable } from "../platform/body.ts";
 import type { Env } from "../platform/env.ts";
 import { HttpError } from "../platform/errors.ts";
-import { isLiveKey, loadPayprocSdk, type PayprocSdk } from "../platform/payproc.ts";
+import { isLiveKey, loadPayprocSdk } from "../platform/payproc.ts";
+import { loadOnce } from "../lib/load_once.ts";
 
 /** The signature header's name. */
 export const SIGNATURE_HEADER = "stripe-signature";
@@ -55,13 +56,8 @@ function webhookSecrets(env: Env): Array<[Endpoint, string]> {
   return secrets;
 }
 
-let loaded: Promise<[PayprocSdk, typeof import("./crypto.ts")]> | undefined;
 /** The SDK and the HMAC engine, loaded with the first event to verify, once. */
-const verifiers = () =>
-  loaded ??= Promise.all([loadPayprocSdk(), import("./crypto.ts")]).catch((error) => {
-    loaded = undefined; // tried again by the next event
-    throw error;
-  });
+const verifiers = loadOnce(() => Promise.all([loadPayprocSdk(), import("./crypto.ts")]));
 
 /**
  * The verified, admitted event; 400 (`invalid_signature`, `invalid_json`,

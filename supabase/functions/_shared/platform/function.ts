@@ -30,6 +30,7 @@ import type { Caller } from "./caller.ts";
 import { Context } from "./context.ts";
 import type { RateLimitOverride } from "./env.ts";
 import { HttpError } from "./errors.ts";
+import { loadOnce } from "../lib/load_once.ts";
 import { type HeaderPairs, requestIdOf } from "./headers.ts";
 import { describeError } from "./log.ts";
 import { enforceRateLimit, type RateLimit, rateLimitKey } from "./rate_limit.ts";
@@ -309,14 +310,13 @@ export function createFunction<
         });
       }
       outcome.code = httpError.code;
-      return new Response(JSON.stringify(options.errorBody?.(httpError) ?? httpError.toBody()), {
-        status: httpError.status,
-        headers: [
-          ["content-type", "application/json"],
-          ...outcome.headers(),
-          ...Object.entries(httpError.headers ?? {}),
-        ],
-      });
+      return runtime.jsonResponse(
+        JSON.stringify(options.errorBody?.(httpError) ?? httpError.toBody()),
+        httpError.status,
+        outcome.origin,
+        ctx.requestId,
+        httpError.headers,
+      );
     };
 
     return async (request: Request): Promise<Response> => {
@@ -440,13 +440,8 @@ function inputLoader(
 ): (() => Promise<z.ZodType>) | undefined {
   if (input === undefined) return undefined;
   if (typeof input !== "function") return () => Promise.resolve(input);
-  let loading: Promise<z.ZodType> | undefined;
   // A load that failed is tried again by the next request, not remembered.
-  return () =>
-    loading ??= input().catch((error) => {
-      loading = undefined;
-      throw error;
-    });
+  return loadOnce(input);
 }
 
 /** The body parsed by `schema`; 400 `invalid_input` listing zod's issues otherwise. */

@@ -25,17 +25,12 @@ export async function orNullIfMissing<T>(call: Promise<T>): Promise<T | null> {
  * The processor's time of the answer that brought `resource` (its `Date`
  * header, whole seconds), or null when the answer had none (or the resource
  * did not come from an answer). The SDK keeps the answer on the resource as
- * `lastResponse` (on the fetch client, the `Response` itself).
+ * `lastResponse`: on the fetch client our client uses, the `Response` itself.
  */
 export function answeredAt(resource: object): Date | null {
   const headers = (resource as { lastResponse?: { headers?: unknown } }).lastResponse?.headers;
-  let value: unknown;
-  if (headers instanceof Headers) value = headers.get("date");
-  else if (typeof headers === "object" && headers !== null) {
-    value = (headers as Record<string, unknown>)["date"];
-  }
-  if (typeof value !== "string") return null;
-  const time = Date.parse(value);
+  const value = headers instanceof Headers ? headers.get("date") : null;
+  const time = value === null ? NaN : Date.parse(value);
   return Number.isFinite(time) ? new Date(time) : null;
 }
 

@@ -78,13 +78,20 @@ export class Runtime {
 
   /**
    * A JSON answer (`body` is JSON text) with the headers of every answer
-   * ({@linkcode responseHeaders}) and `content-type: application/json`. The
+   * ({@linkcode responseHeaders}), `content-type: application/json` and
+   * `extra`. The
    * headers are kept in one `Headers` per CORS origin, given the request id
    * right before each answer copies them: a `Headers` is copied without
    * checking every name and value again, which costs more than the rest of a
    * small answer.
    */
-  jsonResponse(body: string, status: number, origin: string | null, requestId: string): Response {
+  jsonResponse(
+    body: string,
+    status: number,
+    origin: string | null,
+    requestId: string,
+    extra?: Record<string, string>,
+  ): Response {
     const key = this.cors.allowedOrigin(origin);
     let headers = this.jsonHeaders.get(key);
     if (!headers) {
@@ -100,7 +107,10 @@ export class Runtime {
       this.jsonHeaders.set(key, headers);
     }
     headers.set("x-request-id", requestId);
-    return new Response(body, { status, headers });
+    const response = new Response(body, { status, headers });
+    // An answer's own headers (an error's `Allow`, `Retry-After`) on its copy.
+    for (const [name, value] of Object.entries(extra ?? {})) response.headers.set(name, value);
+    return response;
   }
 
   /** The database; 503 `not_configured` without `SUPABASE_DB_URL`. */
