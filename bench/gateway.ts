@@ -16,7 +16,7 @@
  */
 import { fileURLToPath } from "node:url";
 import { LOCAL_JWT_SECRET, signProjectKey } from "../local/keys.ts";
-import { freePort, startPostgres } from "../local/postgres.ts";
+import { freePort, startPostgres } from "../local/db/postgres.ts";
 import { peakRssMiB, runLoad, waitForServer } from "./support/load.ts";
 import { RatioTargets } from "./support/targets.ts";
 

@@ -63,9 +63,14 @@ import { EXPLORE_VIEWER, seedExploreListings } from "./support/explore_listings.
 import { RatioTargets } from "./support/targets.ts";
 import { parseArgs } from "node:util";
 import { EXPLORE_PAGE_SIZE } from "../shared/explore.ts";
-import { freePort, postgresRoleUrl, startPostgres } from "../local/postgres.ts";
-import { migrate, MIGRATIONS_DIR } from "../local/migrate.ts";
-import { readName, splitStatements, type SqlStatement, wordsAt } from "../local/sql_statements.ts";
+import { freePort, postgresRoleUrl, startPostgres } from "../local/db/postgres.ts";
+import { migrate, MIGRATIONS_DIR } from "../local/db/migrate.ts";
+import {
+  readName,
+  splitStatements,
+  type SqlStatement,
+  wordsAt,
+} from "../local/db/sql_statements.ts";
 
 /** The explore page size (`docs/listings.md#explore-pages`). */
 const PAGE_SIZE = EXPLORE_PAGE_SIZE;

@@ -66,8 +66,8 @@
  */
 import pg from "pg";
 import { parseArgs } from "node:util";
-import { freePort, startPostgres } from "../local/postgres.ts";
-import { migrate } from "../local/migrate.ts";
+import { freePort, startPostgres } from "../local/db/postgres.ts";
+import { migrate } from "../local/db/migrate.ts";
 import handler from "../supabase/functions/run-price-alerts/handler.ts";
 import type { Runtime } from "../supabase/functions/_shared/platform/runtime.ts";
 import { testCredentials } from "../tests/support/credentials.ts";

@@ -50,8 +50,8 @@
 import pg from "pg";
 import { EXPLORE_VIEWER, seedExploreListings } from "./support/explore_listings.ts";
 import { parseArgs } from "node:util";
-import { freePort, startPostgres } from "../local/postgres.ts";
-import { migrate } from "../local/migrate.ts";
+import { freePort, startPostgres } from "../local/db/postgres.ts";
+import { migrate } from "../local/db/migrate.ts";
 import { Runtime } from "../supabase/functions/_shared/platform/runtime.ts";
 import { Context } from "../supabase/functions/_shared/platform/context.ts";
 import { runViewFold, VIEW_FOLD_BATCH } from "../supabase/functions/_shared/views/fold.ts";

@@ -48,8 +48,8 @@
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import Stripe from "stripe";
-import { migrate } from "../local/migrate.ts";
-import { freePort, startPostgres } from "../local/postgres.ts";
+import { migrate } from "../local/db/migrate.ts";
+import { freePort, startPostgres } from "../local/db/postgres.ts";
 import { Env } from "../supabase/functions/_shared/platform/env.ts";
 import { PayprocDouble, type PayprocSubscription } from "../tests/support/payproc_double.ts";
 import { summarize, waitForServer } from "./support/load.ts";

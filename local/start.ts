@@ -1,7 +1,7 @@
 /**
  * `deno task start`: the Docker-free local stack. Starts embedded PostgreSQL
  * on 127.0.0.1:54322 (data in `.local/db`) unless `SUPABASE_DB_URL` is set,
- * applies `local/platform.sql` and new migrations, seeds on first init, and
+ * applies `local/db/platform.sql` and new migrations, seeds on first init, and
  * serves every function at `http://127.0.0.1:54321/functions/v1/<name>`
  * (`PORT` overrides) and the Storage API subset supabase-js uploads and
  * downloads use at `/storage/v1` (files in `.local/storage`). Ctrl-C or
@@ -25,7 +25,7 @@ import {
   signProjectKey,
 } from "./keys.ts";
 import { userTokenMinter } from "./token.ts";
-import { AppliedMigrationChangedError, migrate } from "./migrate.ts";
+import { AppliedMigrationChangedError, migrate } from "./db/migrate.ts";
 import { CONFIG_TOML_PATH, LOCAL_DB_PORT, LOCAL_STATE_DIR, SIGNING_KEY_PATH } from "./paths.ts";
 import {
   assertPortFree,
@@ -33,9 +33,9 @@ import {
   postgresRoleUrl,
   PostgresStartError,
   startPostgres,
-} from "./postgres.ts";
+} from "./db/postgres.ts";
 import { startScheduler } from "./scheduler.ts";
-import { hasMigrationsTable, seedDatabase } from "./seed.ts";
+import { hasMigrationsTable, seedDatabase } from "./db/seed.ts";
 import { createStorageApi } from "./storage/api.ts";
 import { readLocalSupabaseEnv } from "./supabase_env.ts";
 
@@ -70,9 +70,9 @@ async function main(): Promise<void> {
     );
   }
   // The local superuser's URL (or SUPABASE_DB_URL, which must name a superuser
-  // too): it applies local/platform.sql. Migrations, the seed, the functions
+  // too): it applies local/db/platform.sql. Migrations, the seed, the functions
   // and the scheduler log in as `postgres` on the same database, as on hosted
-  // Supabase, where `postgres` is no superuser (see local/platform.sql).
+  // Supabase, where `postgres` is no superuser (see local/db/platform.sql).
   const dbUrl = env.SUPABASE_DB_URL ?? database!.url;
   const appDbUrl = postgresRoleUrl(dbUrl);
   const stops: Array<() => Promise<void> | void> = [];

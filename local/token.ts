@@ -9,7 +9,7 @@
 import { parseArgs } from "node:util";
 import { loadOrCreateSigningKey, type SigningKey, signUserToken } from "./keys.ts";
 import { DEFAULT_DB_URL, SIGNING_KEY_PATH } from "./paths.ts";
-import { withClient } from "./pg_client.ts";
+import { withClient } from "./db/pg_client.ts";
 
 /** Creates or finds the user by e-mail and returns its id; grants admin when asked. */
 export async function ensureUser(

@@ -7,10 +7,10 @@
  *
  * @module
  */
-import { withClient } from "../local/pg_client.ts";
+import { withClient } from "../local/db/pg_client.ts";
 import { withDatabase } from "./support/db.ts";
-import { freePort, PostgresStartError, startPostgres } from "../local/postgres.ts";
-import { migrate } from "../local/migrate.ts";
+import { freePort, PostgresStartError, startPostgres } from "../local/db/postgres.ts";
+import { migrate } from "../local/db/migrate.ts";
 
 const runId = crypto.randomUUID().slice(0, 8);
 const template = `template_${runId}`;

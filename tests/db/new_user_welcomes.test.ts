@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import pg from "pg";
 import { Cron } from "croner";
-import { listMigrations, migrate } from "../../local/migrate.ts";
+import { listMigrations, migrate } from "../../local/db/migrate.ts";
 import { createTestDatabase, dropDatabase, sqlTest, withDatabase } from "../support/db.ts";
-import { withClient } from "../../local/pg_client.ts";
+import { withClient } from "../../local/db/pg_client.ts";
 import { asRole, createUser } from "../support/sql.ts";
 import { rejectsWith } from "./core_fixtures.ts";
 

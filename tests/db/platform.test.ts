@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import pg from "pg";
-import { postgresRoleUrl } from "../../local/postgres.ts";
+import { postgresRoleUrl } from "../../local/db/postgres.ts";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
 import { asRole, createUser } from "../support/sql.ts";
 import { sqlState } from "./core_fixtures.ts";

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import pg from "pg";
 import { createClient, FunctionsHttpError } from "@supabase/supabase-js";
-import { localClusterDir } from "../../local/db_reset.ts";
-import { listMigrations, migrate } from "../../local/migrate.ts";
-import { freePort } from "../../local/postgres.ts";
+import { localClusterDir } from "../../local/db/db_reset.ts";
+import { listMigrations, migrate } from "../../local/db/migrate.ts";
+import { freePort } from "../../local/db/postgres.ts";
 import { createEmptyDatabase } from "../support/db.ts";
 import { runLocalStackToExit, startLocalStack } from "../support/local_stack.ts";
 

@@ -85,11 +85,11 @@ Deno.test({
         `import handler from "./handler.ts";\nDeno.serve(handler);\n`,
       );
 
-      const stale = await deno(copy, "run", "-A", "local/catalog.ts", "--check");
+      const stale = await deno(copy, "run", "-A", "local/generators/catalog.ts", "--check");
       assert.equal(stale.code, 1, "before `deno task catalog`, the check names the stale files");
       assert.match(stale.text, /shared\/catalog\.ts.*Run `deno task catalog`/s);
 
-      const written = await deno(copy, "run", "-A", "local/catalog.ts");
+      const written = await deno(copy, "run", "-A", "local/generators/catalog.ts");
       assert.equal(written.code, 0, written.text);
       const catalog = await Deno.readTextFile(`${copy}/shared/catalog.ts`);
       assert.match(catalog, /"say-hello": \{\n\s+access: "public",\n\s+group: "utilities",/);
@@ -114,8 +114,11 @@ Deno.test({
         "tests/local/config_toml.test.ts",
       );
       assert.equal(tests.code, 0, tests.text);
-      assert.equal((await deno(copy, "run", "-A", "local/catalog.ts", "--check")).code, 0);
-      const imports = await deno(copy, "run", "--allow-read", "local/check_imports.ts");
+      assert.equal(
+        (await deno(copy, "run", "-A", "local/generators/catalog.ts", "--check")).code,
+        0,
+      );
+      const imports = await deno(copy, "run", "--allow-read", "local/checks/check_imports.ts");
       assert.equal(imports.code, 0, imports.text);
 
       // The local stack serves it: the same loader `deno task start` uses.

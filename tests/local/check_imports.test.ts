@@ -7,7 +7,7 @@ import {
   importsOf,
   layerProblems,
   placeOf,
-} from "../../local/check_imports.ts";
+} from "../../local/checks/check_imports.ts";
 
 const S = "supabase/functions/_shared";
 const graphOf = (edges: Record<string, string[]>) =>

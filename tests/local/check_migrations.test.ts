@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { ALLOWED_EDITS, type AllowedEdit, checkMigrations } from "../../local/check_migrations.ts";
-import { ACCEPTED_PREVIOUS_CHECKSUMS } from "../../local/migrate.ts";
+import {
+  ALLOWED_EDITS,
+  type AllowedEdit,
+  checkMigrations,
+} from "../../local/checks/check_migrations.ts";
+import { ACCEPTED_PREVIOUS_CHECKSUMS } from "../../local/db/migrate.ts";
 import { REPO_ROOT } from "../../local/paths.ts";
 
 /** A throwaway git repository in a temp folder. */
@@ -71,7 +75,7 @@ class Repo {
 
 const A = "supabase/migrations/001_a.sql";
 const B = "supabase/migrations/002_b.sql";
-const SCRIPT = "local/check_migrations.ts";
+const SCRIPT = "local/checks/check_migrations.ts";
 
 /** History where migrations were edited before the check existed, then the check landed. */
 async function repoWithRule(): Promise<Repo> {

@@ -6,18 +6,18 @@ import {
   ResetError,
   resetLocalDatabase,
   runningServerPid,
-} from "../../local/db_reset.ts";
-import { listMigrations } from "../../local/migrate.ts";
-import { withClient } from "../../local/pg_client.ts";
+} from "../../local/db/db_reset.ts";
+import { listMigrations } from "../../local/db/migrate.ts";
+import { withClient } from "../../local/db/pg_client.ts";
 import {
   freePort,
   LOCAL_DB_USER,
   postgresRoleUrl,
   PostgresStartError,
   startPostgres,
-} from "../../local/postgres.ts";
+} from "../../local/db/postgres.ts";
 
-const DB_RESET = fileURLToPath(new URL("../../local/db_reset.ts", import.meta.url));
+const DB_RESET = fileURLToPath(new URL("../../local/db/db_reset.ts", import.meta.url));
 
 /** A fresh state folder (0700, like a private clone's) and the cluster folder it maps to. */
 async function state(): Promise<{ dir: string; cluster: string; remove(): Promise<void> }> {

@@ -1,5 +1,5 @@
 /**
- * `deno task types` (local/db_types.ts): the committed
+ * `deno task types` (local/generators/db_types.ts): the committed
  * `shared/database.types.ts` is what the migrations give, so CI fails when
  * a migration changed the database and the file was not regenerated; and
  * `Insert`/`Update` follow the `authenticated` role's column privileges.
@@ -9,7 +9,7 @@ import {
   DATABASE_TYPES_PATH,
   generateDatabaseTypes,
   joinGenerations,
-} from "../../local/db_types.ts";
+} from "../../local/generators/db_types.ts";
 import { REPO_ROOT } from "../../local/paths.ts";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
 

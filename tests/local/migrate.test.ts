@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import pg from "pg";
 import { createHash } from "node:crypto";
-import { AppliedMigrationChangedError, listMigrations, migrate } from "../../local/migrate.ts";
+import { AppliedMigrationChangedError, listMigrations, migrate } from "../../local/db/migrate.ts";
 import { createEmptyDatabase, sqlTest } from "../support/db.ts";
 
 /** An empty database (not the migrated template). */

@@ -20,8 +20,8 @@ import {
   renderOpenApi,
   type Response,
   validateOpenApi,
-} from "../../local/openapi.ts";
-import { OPENAPI_EXAMPLES } from "../../local/openapi_examples.ts";
+} from "../../local/generators/openapi.ts";
+import { OPENAPI_EXAMPLES } from "../../local/generators/openapi_examples.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const committedText = await Deno.readTextFile(`${ROOT}docs/openapi.json`);
@@ -69,7 +69,7 @@ Deno.test("--check names a stale copy and the command that fixes it, and passes 
     await Deno.writeTextFile(`${dir}/openapi.json`, JSON.stringify(stale, null, 2) + "\n");
     const run = (file: string) =>
       new Deno.Command(Deno.execPath(), {
-        args: ["run", "-A", `${ROOT}local/openapi.ts`, "--check", file],
+        args: ["run", "-A", `${ROOT}local/generators/openapi.ts`, "--check", file],
         cwd: ROOT,
         stdout: "piped",
         stderr: "piped",

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { PLATFORM_SQL } from "../../local/migrate.ts";
+import { PLATFORM_SQL } from "../../local/db/migrate.ts";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
 import { asRole, createUser } from "../support/sql.ts";
 import { createBucket } from "../support/storage.ts";
@@ -70,7 +70,7 @@ sqlTest(
   },
 );
 
-sqlTest("local/platform.sql can be applied again without changing storage rows", async () => {
+sqlTest("local/db/platform.sql can be applied again without changing storage rows", async () => {
   const bucket = await createBucket(db.pool, { fileSizeLimit: 10 });
   await db.pool.query(await Deno.readTextFile(PLATFORM_SQL));
   const { rows } = await db.pool.query(

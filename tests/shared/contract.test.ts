@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { staleFiles } from "../../local/catalog.ts";
+import { staleFiles } from "../../local/generators/catalog.ts";
 import { loadFunctions } from "../../local/functions.ts";
 import { FUNCTION_NAMES as NAMES_AT_COLD_START } from "../../shared/function_names.ts";
 import { FUNCTION_NAMES, type FunctionName, FUNCTIONS } from "../../shared/functions.ts";

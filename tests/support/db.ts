@@ -10,7 +10,7 @@ import pg from "pg";
 export interface TestDatabase {
   /**
    * Connection URL as the local superuser `supabase_admin` (fixtures may do
-   * anything; `postgresRoleUrl` in local/postgres.ts gives the `postgres`
+   * anything; `postgresRoleUrl` in local/db/postgres.ts gives the `postgres`
    * login that migrations and the local stack's functions use).
    */
   url: string;
@@ -51,7 +51,7 @@ async function cloneTemplate(adminUrl: string, template: string, name: string) {
   try {
     for (let attempt = 0;; attempt++) {
       try {
-        // Owned by `postgres`, as hosted's database is (local/platform.sql).
+        // Owned by `postgres`, as hosted's database is (local/db/platform.sql).
         await admin.query(`create database "${name}" template "${template}" owner postgres`);
         return;
       } catch (error) {

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { REPO_ROOT } from "./paths.ts";
+import { REPO_ROOT } from "../paths.ts";
 
 /** `text` as `deno fmt` writes a `.ts` or `.json` file under `root` (default: this repository). */
 export async function denoFmt(

@@ -21,9 +21,9 @@
  *
  * @module
  */
-import { ownershipProblem } from "./platform_ownership.ts";
-import { REPO_ROOT } from "./paths.ts";
-import { splitStatements } from "./sql_statements.ts";
+import { ownershipProblem } from "../db/platform_ownership.ts";
+import { REPO_ROOT } from "../paths.ts";
+import { splitStatements } from "../db/sql_statements.ts";
 
 /** A landed migration's edit that is allowed: from exactly one content to exactly another. */
 export interface AllowedEdit {
@@ -132,7 +132,7 @@ type HistoryResult = Omit<CheckMigrationsResult, "ownership">;
 type IsAllowed = (path: string, from: string, to: string) => boolean;
 
 /** This script's path in the repository. */
-const SCRIPT_PATH = "local/check_migrations.ts";
+const SCRIPT_PATH = "local/checks/check_migrations.ts";
 
 type Git = (...args: string[]) => Promise<string>;
 
@@ -173,9 +173,11 @@ async function walkSinceRule(
   scriptPath: string,
   isAllowed: IsAllowed,
 ): Promise<HistoryResult> {
-  const added = (await git("log", "--diff-filter=A", "--format=%H", "--", scriptPath))
+  // The rule starts with the commit that added this script, wherever it stood
+  // then (`--follow`: it moved from local/ to local/checks/).
+  const history = (await git("log", "--follow", "--format=%H", "--", scriptPath))
     .trim().split("\n").filter(Boolean);
-  const rule = added.at(-1);
+  const rule = history.at(-1);
   if (!rule) {
     return {
       violations: [],

@@ -3,7 +3,7 @@
  * `deno task start` uses, `$LOCAL_STATE_DIR/db`) and the local Storage files
  * (`$LOCAL_STATE_DIR/storage`, described by rows of that cluster) and
  * rebuilds it: init,
- * `local/platform.sql`, every migration, `supabase/seed.sql`; then stops.
+ * `local/db/platform.sql`, every migration, `supabase/seed.sql`; then stops.
  * Without `--yes` it only says what it would do. It refuses while a server
  * runs on that cluster, and with `SUPABASE_DB_URL` set (it never touches
  * another database).
@@ -13,7 +13,7 @@
 import { join } from "node:path";
 import process from "node:process";
 import { listMigrations, migrate } from "./migrate.ts";
-import { LOCAL_DB_PORT, LOCAL_STATE_DIR } from "./paths.ts";
+import { LOCAL_DB_PORT, LOCAL_STATE_DIR } from "../paths.ts";
 import { locateDataDir } from "./pg_data_dir.ts";
 import { lookupPostgresUser, runningAsRoot } from "./pg_user.ts";
 import { postgresRoleUrl, PostgresStartError, startPostgres } from "./postgres.ts";
@@ -77,7 +77,7 @@ export async function resetLocalDatabase(options: ResetOptions): Promise<void> {
     throw new ResetError(
       `Cannot reset without --yes: it would delete the local database in ${dataDir} ` +
         `and the local storage files, and rebuild ` +
-        `it (init, local/platform.sql, ${migrations} migrations, supabase/seed.sql); ` +
+        `it (init, local/db/platform.sql, ${migrations} migrations, supabase/seed.sql); ` +
         "run `deno task db:reset --yes` to do it",
     );
   }

@@ -1,5 +1,5 @@
 /**
- * Applies `local/platform.sql` and the migrations in `supabase/migrations/`,
+ * Applies `local/db/platform.sql` and the migrations in `supabase/migrations/`,
  * each once, recording them in `supabase_migrations.schema_migrations` as the
  * Supabase CLI does, plus each file's sha256 in a `checksum` column (the CLI
  * ignores extra columns). An applied migration is immutable: when its file
@@ -8,7 +8,7 @@
  *
  * The migrations are applied as hosted Supabase applies them: `supabase db
  * push` logs in as `postgres`, which is no superuser and owns none of the
- * platform's tables (see `local/platform.sql`). So the runner logs in as
+ * platform's tables (see `local/db/platform.sql`). So the runner logs in as
  * `postgres` too (a real login, not SET ROLE in a superuser session, which a
  * file could undo with RESET ROLE). supautils lets `postgres` create, alter
  * and drop policies on the tables of its `policy_grants`; the runner models
@@ -30,7 +30,7 @@ import { splitStatements } from "./sql_statements.ts";
 
 /** Default folder of the migrations. */
 export const MIGRATIONS_DIR = fromFileUrl(
-  new URL("../supabase/migrations/", import.meta.url),
+  new URL("../../supabase/migrations/", import.meta.url),
 );
 /** The local stand-in for what hosted Supabase provides. */
 export const PLATFORM_SQL = fromFileUrl(new URL("./platform.sql", import.meta.url));
@@ -40,7 +40,7 @@ export interface MigrateOptions {
   /** Folder of `<version>_<name>.sql` files. */
   migrationsDir?: string;
   /**
-   * Apply `local/platform.sql` first, as the URL's user (the local superuser;
+   * Apply `local/db/platform.sql` first, as the URL's user (the local superuser;
    * local and test databases only). Without it the database must have had it
    * applied before: the migrations log in as the `postgres` role it creates.
    */
@@ -135,7 +135,7 @@ interface MigrationFile extends Migration {
  * Supabase CLI wrote, split into statements, cannot be compared and get the
  * file's current checksum).
  *
- * `databaseUrl` names the local superuser (it applies `local/platform.sql`
+ * `databaseUrl` names the local superuser (it applies `local/db/platform.sql`
  * and grants the policy statements); the migrations are applied by a login
  * as `postgres` on the same database ({@linkcode postgresRoleUrl}).
  */
@@ -153,7 +153,7 @@ export async function migrate(
     // SUPABASE_DB_URL): the second waits, then finds the files applied,
     // instead of failing in platform.sql with "tuple concurrently updated"
     // or on a file the first is applying. Released when `admin` ends.
-    await admin.query("select pg_advisory_lock(hashtextextended('local/migrate.ts', 0))");
+    await admin.query("select pg_advisory_lock(hashtextextended('local/db/migrate.ts', 0))");
     if (options.includePlatform) {
       await admin.query(await Deno.readTextFile(PLATFORM_SQL));
     }
@@ -266,7 +266,7 @@ async function connectAsPostgres(databaseUrl: string): Promise<pg.Client> {
     const message = error instanceof Error ? error.message : String(error);
     throw new Error(
       `Cannot migrate: cannot log in as "postgres", the role migrations are applied as ` +
-        `(local/platform.sql creates it; migrate with includePlatform): ${message}`,
+        `(local/db/platform.sql creates it; migrate with includePlatform): ${message}`,
     );
   }
   return client;

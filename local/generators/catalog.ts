@@ -17,13 +17,13 @@
  * @module
  */
 import { fileURLToPath } from "node:url";
-import type { Access } from "../shared/access.ts";
-import { FUNCTION_GROUPS } from "../shared/function_groups.ts";
-import type { FunctionDefinition } from "../supabase/functions/_shared/platform/function.ts";
+import type { Access } from "../../shared/access.ts";
+import { FUNCTION_GROUPS } from "../../shared/function_groups.ts";
+import type { FunctionDefinition } from "../../supabase/functions/_shared/platform/function.ts";
 import { denoFmt } from "./deno_fmt.ts";
-import { loadFunctions } from "./functions.ts";
+import { loadFunctions } from "../functions.ts";
 
-const root = fileURLToPath(new URL("../", import.meta.url));
+const root = fileURLToPath(new URL("../../", import.meta.url));
 
 /** The line of `config.toml` after which the function blocks are generated. */
 const CONFIG_MARKER =

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { SEED_PATH } from "./paths.ts";
+import { SEED_PATH } from "../paths.ts";
 import { withClient } from "./pg_client.ts";
 
 /** Applies `supabase/seed.sql` (it is safe to re-run). */

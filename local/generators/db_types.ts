@@ -2,7 +2,7 @@
  * `deno task types`: writes `shared/database.types.ts`, the `Database` type
  * for `createClient<Database>()` (see `docs/database-types.md`), from a
  * database migrated with every migration: a throwaway embedded PostgreSQL
- * (`local/platform.sql` and `supabase/migrations/`, deleted afterwards), or
+ * (`local/db/platform.sql` and `supabase/migrations/`, deleted afterwards), or
  * the database `SUPABASE_DB_URL` names when it is set.
  *
  * The text is what `supabase gen types typescript` writes, made by the same
@@ -30,9 +30,9 @@ import {
   sortGeneratorMetadata,
 } from "@supabase/postgrest-typegen";
 import { denoFmt } from "./deno_fmt.ts";
-import { migrate } from "./migrate.ts";
-import { REPO_ROOT } from "./paths.ts";
-import { freePort, PostgresStartError, startPostgres } from "./postgres.ts";
+import { migrate } from "../db/migrate.ts";
+import { REPO_ROOT } from "../paths.ts";
+import { freePort, PostgresStartError, startPostgres } from "../db/postgres.ts";
 
 /** Where `deno task types` writes, relative to the repository root. */
 export const DATABASE_TYPES_PATH = "shared/database.types.ts";

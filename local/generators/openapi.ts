@@ -27,7 +27,7 @@
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import type { Access } from "../shared/access.ts";
+import type { Access } from "../../shared/access.ts";
 import {
   FUNCTION_GROUPS,
   FUNCTION_NAMES,
@@ -35,15 +35,15 @@ import {
   type FunctionGroup,
   type FunctionName,
   FUNCTIONS,
-} from "../shared/functions.ts";
-import * as Contract from "../shared/mod.ts";
-import { AuthHookPayload } from "../supabase/functions/_shared/email/auth_hook_payload.ts";
-import type { RateLimit } from "../supabase/functions/_shared/platform/rate_limit.ts";
+} from "../../shared/functions.ts";
+import * as Contract from "../../shared/mod.ts";
+import { AuthHookPayload } from "../../supabase/functions/_shared/email/auth_hook_payload.ts";
+import type { RateLimit } from "../../supabase/functions/_shared/platform/rate_limit.ts";
 import { denoFmt } from "./deno_fmt.ts";
-import { loadFunctions } from "./functions.ts";
+import { loadFunctions } from "../functions.ts";
 import { OPENAPI_EXAMPLES } from "./openapi_examples.ts";
 
-const root = fileURLToPath(new URL("../", import.meta.url));
+const root = fileURLToPath(new URL("../../", import.meta.url));
 
 /** Where the document is written, repo-relative. */
 export const OPENAPI_PATH = "docs/openapi.json";
@@ -638,7 +638,7 @@ export async function buildOpenApi(): Promise<OpenApiDocument> {
     const webhook = entry.access === "webhook" ? WEBHOOKS[name] : undefined;
     if (entry.access === "webhook" && !webhook) {
       throw new Error(
-        `Cannot build the OpenAPI document: describe webhook "${name}" in WEBHOOKS of local/openapi.ts`,
+        `Cannot build the OpenAPI document: describe webhook "${name}" in WEBHOOKS of local/generators/openapi.ts`,
       );
     }
     return {

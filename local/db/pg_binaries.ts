@@ -11,7 +11,7 @@
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { REPO_ROOT } from "./paths.ts";
+import { REPO_ROOT } from "../paths.ts";
 import type { PostgresUser } from "./pg_user.ts";
 import { sharedTempDir } from "./pg_user.ts";
 

@@ -4,7 +4,7 @@
  * On hosted Supabase `supabase db push` runs as `postgres`, which is not a
  * superuser and owns none of the tables of the platform schemas `auth`,
  * `storage` and `realtime` (supabase_auth_admin, supabase_storage_admin and
- * supabase_realtime_admin do; see `local/platform.sql` for the sources). The
+ * supabase_realtime_admin do; see `local/db/platform.sql` for the sources). The
  * `supautils` extension lets `postgres` CREATE, ALTER and DROP POLICY on the
  * tables listed for it in `supautils.policy_grants` by running those
  * statements as the superuser; every other owner-only statement on those

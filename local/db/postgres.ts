@@ -30,7 +30,7 @@ export interface StartPostgresOptions {
 export interface RunningPostgres {
   /**
    * Connection URL of the `postgres` database as the local superuser
-   * `supabase_admin` (for `local/platform.sql` and fixtures; see
+   * `supabase_admin` (for `local/db/platform.sql` and fixtures; see
    * {@linkcode postgresRoleUrl} for what migrations and functions log in as).
    */
   url: string;
@@ -51,7 +51,7 @@ export class PostgresStartError extends Error {
 
 /**
  * The local superuser (local and test only). It is `supabase_admin`, as on
- * hosted Supabase, where `postgres` is not a superuser: `local/platform.sql`
+ * hosted Supabase, where `postgres` is not a superuser: `local/db/platform.sql`
  * makes `postgres` the non-superuser that migrations and functions log in as.
  */
 export const LOCAL_DB_USER = "supabase_admin";
@@ -62,7 +62,7 @@ export const POSTGRES_ROLE = "postgres";
 
 /**
  * The same database as `url`, logged in as `postgres` with the local
- * password (the role `local/platform.sql` creates): what migrations are
+ * password (the role `local/db/platform.sql` creates): what migrations are
  * applied as and what the local functions connect as.
  */
 export function postgresRoleUrl(url: string): string {

@@ -18,7 +18,7 @@
  * information and runs in a blink. See `docs/functions.md#adding-a-function`
  * for where new code goes.
  *
- * Usage: `deno run --allow-read local/check_imports.ts`; exits 1 listing
+ * Usage: `deno run --allow-read local/checks/check_imports.ts`; exits 1 listing
  * every broken rule.
  *
  * @module
@@ -138,7 +138,7 @@ export function layerProblems(graph: ReadonlyMap<string, readonly Import[]>): Pr
       if (!here || !there) continue;
       if (here.rank < 0) {
         problems.push(
-          `${from}: _shared/ has no such layer; add the folder to FEATURES in local/check_imports.ts`,
+          `${from}: _shared/ has no such layer; add the folder to FEATURES in local/checks/check_imports.ts`,
         );
         continue;
       }
@@ -234,12 +234,12 @@ export function importGraph(root: string): Map<string, Import[]> {
 }
 
 if (import.meta.main) {
-  const root = resolve(fileURLToPath(new URL("..", import.meta.url)));
+  const root = resolve(fileURLToPath(new URL("../..", import.meta.url)));
   const graph = importGraph(root);
   const problems = layerProblems(graph);
   for (const cycle of cycles(graph)) problems.push(`import cycle: ${cycle.join(" ↔ ")}`);
   if (problems.length > 0) {
-    console.error(`Import rules broken (${problems.length}); see local/check_imports.ts:\n`);
+    console.error(`Import rules broken (${problems.length}); see local/checks/check_imports.ts:\n`);
     for (const problem of problems) console.error(`  ${problem}`);
     Deno.exit(1);
   }

@@ -9,8 +9,8 @@
  * @module
  */
 import type { z } from "zod";
-import type { FunctionEntryOf, FunctionName, FunctionRequest } from "../shared/functions.ts";
-import type { AuthHookPayload } from "../supabase/functions/_shared/email/auth_hook_payload.ts";
+import type { FunctionEntryOf, FunctionName, FunctionRequest } from "../../shared/functions.ts";
+import type { AuthHookPayload } from "../../supabase/functions/_shared/email/auth_hook_payload.ts";
 
 /**
  * A payment processor event as it arrives at `payproc-webhook` (the parts

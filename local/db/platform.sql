@@ -1,5 +1,5 @@
 -- =============================================================================
--- local/platform.sql — what hosted Supabase already provides, for plain PostgreSQL
+-- local/db/platform.sql — what hosted Supabase already provides, for plain PostgreSQL
 --
 -- Applied to local and test databases only, before the migrations, by the
 -- local superuser `supabase_admin` (as hosted). It is safe to run again: every
@@ -7,7 +7,7 @@
 -- already (with more to them than this minimal copy).
 --
 -- Ownership is modelled on hosted Supabase, so that a migration statement that
--- would fail there fails here too. The migration runner (local/migrate.ts)
+-- would fail there fails here too. The migration runner (local/db/migrate.ts)
 -- logs in as `postgres` to apply the migrations, as `supabase db push` does.
 --   * `postgres` is no superuser: NOSUPERUSER CREATEDB CREATEROLE LOGIN
 --     REPLICATION BYPASSRLS (supabase/postgres,
@@ -60,7 +60,7 @@
 do $$
 begin
   if current_user = 'postgres' or not (select rolsuper from pg_roles where rolname = current_user) then
-    raise exception 'local/platform.sql must run as the local superuser "supabase_admin", not as "%"', current_user
+    raise exception 'local/db/platform.sql must run as the local superuser "supabase_admin", not as "%"', current_user
       using hint = 'On hosted Supabase "postgres" is not a superuser, and locally neither: a database '
         'whose superuser is "postgres" was made before the local stack modelled that; '
         'rebuild the local one with `deno task db:reset --yes`.';
@@ -463,7 +463,7 @@ grant all on table storage.buckets, storage.objects to postgres with grant optio
 -- supautils' policy_grants, modelled. supautils runs CREATE, ALTER and DROP
 -- POLICY on the tables it lists for `postgres` as the superuser, inside the
 -- session of `postgres`. PostgreSQL cannot be told that without the
--- extension, so the migration runner (local/migrate.ts, which logs in as
+-- extension, so the migration runner (local/db/migrate.ts, which logs in as
 -- `postgres`) finds exactly those statements in a file, records their text
 -- here over its superuser connection, and in the file's transaction has each
 -- run by run_granted_statement(), which executes only a recorded text, once,
@@ -474,7 +474,7 @@ grant all on table storage.buckets, storage.objects to postgres with grant optio
 -- -----------------------------------------------------------------------------
 create schema if not exists supautils_local;
 comment on schema supautils_local is
-  'Local stand-in for supautils'' policy_grants (local/migrate.ts); hosted Supabase has no such schema';
+  'Local stand-in for supautils'' policy_grants (local/db/migrate.ts); hosted Supabase has no such schema';
 revoke all on schema supautils_local from public;
 grant usage on schema supautils_local to postgres;
 
