@@ -92,6 +92,9 @@ export async function applyDealPayment(
   read: PaymentRead,
 ): Promise<PaymentApplied> {
   const { intent } = read;
+  // The deal's row lock before anything of it is written — its stray payment
+  // row, its deal events (the lock order of `deal_rows.ts`; the webhook's
+  // ledger row is the only lock a caller holds before it).
   const deal = await findDeal(sql, read.dealId, { lock: true });
   if (!deal) return { result: "refused", reason: `deal "${read.dealId}" does not exist`, deal };
   const ours = deal.payproc_payment_intent_id === intent.id ||

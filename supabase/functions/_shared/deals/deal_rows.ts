@@ -2,6 +2,31 @@
  * A deal as the server reads it: one column list for every query that
  * reads a deal, its type, and the names the processor objects carry for it.
  *
+ * ## Lock order
+ *
+ * Every transaction takes the locks of a deal's money in one order (the
+ * webhook recording a stray payment and the refund of that payment once
+ * took them in opposite orders and deadlocked):
+ *
+ * 1. the webhook event's ledger row (`payproc_events`, by event id): the
+ *    first write of every webhook transaction (`payproc_webhook/events.ts`);
+ *    a concurrent delivery of the same event waits there holding nothing;
+ * 2. the deal row (`deals`, `for update`: {@linkcode findDeal} or
+ *    {@linkcode findDealByCharge} with `lock`, `strayRow()` with `lock`
+ *    (`stray_refunds.ts`), or `transition_deal()`'s own lock);
+ * 3. the deal's money rows: its stray payments (`deal_stray_payments`) and
+ *    its settlements (`deal_settlements`);
+ * 4. what is written about it: deal events (`deal_events`, through
+ *    `transition_deal()` and `record_deal_event()`, whose foreign key takes
+ *    a `key share` lock on the deal row), notices and alerts.
+ *
+ * A transaction may skip a step, never go back to an earlier one. Above
+ * all, whoever writes (or locks) a stray payment or settlement row and then
+ * a deal event takes the deal row first: a deal event's `key share` on a
+ * deal that another transaction holds `for update` while it waits for that
+ * money row is a deadlock. A single statement that updates a money row and
+ * commits (an attempt counted) holds one lock and needs none before it.
+ *
  * @module
  */
 import type Stripe from "stripe";
@@ -53,7 +78,7 @@ export const DEAL_COLUMNS = `d.id, d.listing_id, d.buyer_id, d.seller_id, d.amou
   d.terms, d.exclusive_until, d.inspection_ends_at, d.delivery_accepted_at,
   d.holdback_release_at, d.created_at, d.updated_at`;
 
-/** The deal, or null; `lock` takes its row lock (inside a transaction). */
+/** The deal, or null; `lock` takes its row lock (inside a transaction; see the lock order in the module doc). */
 export function findDeal(
   sql: Sql,
   dealId: string,

@@ -17,6 +17,10 @@
  *    refunds cover the payment (the deal event `stray_payment_refunded`, the
  *    buyer and every admin told), `refund_pending` while some are pending.
  *
+ * Every transaction that writes the row and a deal event takes the deal's
+ * row lock first, then the row's (the lock order of `deal_rows.ts`); the
+ * count of a failed attempt is one statement with no lock before it.
+ *
  * A refusal (the processor will not refund it) marks the row `failed` and
  * asks the admins to refund by hand; a passing failure (processor down)
  * leaves it `pending`. The daily run's `stray-refunds` sub-job refunds what
@@ -58,7 +62,10 @@ export const STRAY_REFUNDS_JOB = "stray-refunds";
 /**
  * Records succeeded payment `intent` of deal `dealId` as stray in
  * transaction `sql` (once per intent) and queues its refund for after the
- * request. Answers false when it was recorded before.
+ * request. Answers false when it was recorded before. The caller holds the
+ * deal's row lock (`applyDealPayment`): the row and its deal event come
+ * after it in the lock order of `deal_rows.ts`, as in every other writer of
+ * the row (`strayRow` with `lock`).
  */
 export async function recordStrayPayment(
   ctx: Context,
@@ -203,6 +210,11 @@ async function recordRefundRefused(
   error: string,
 ): Promise<NoticeOutcome[]> {
   return await ctx.db.tx(async (sql) => {
+    // The deal's lock, then the row's, before the update and the deal event
+    // (the lock order of `deal_rows.ts`).
+    await strayRow(sql, "payproc_payment_intent_id", row.payproc_payment_intent_id, {
+      lock: true,
+    });
     const failed = await sql.maybeOne<{ refund_round: number }>(
       `update public.deal_stray_payments set status = 'failed', last_error = $2,
          attempts = attempts + 1

@@ -72,14 +72,31 @@ const STRAY_COLUMNS = `s.payproc_payment_intent_id, s.deal_id, s.payproc_charge_
   s.amount::text as amount, s.currency, s.reason, s.status, s.payproc_refund_id,
   s.payproc_refund_ids, s.refund_round, d.buyer_id, l.title as listing_title`;
 
-/** The stray payment whose `column` is `value`; `lock` takes its row lock (in a transaction). */
-export function strayRow(
+/**
+ * The stray payment whose `column` is `value`. `lock` (in a transaction)
+ * takes its deal's row lock, then its own: the lock order of
+ * `deal_rows.ts` (ledger row, deal row, money rows, deal events). Every
+ * writer of a stray payment that goes on to record a deal event locks it
+ * so — the webhook that records it holds the deal first too
+ * (`applyDealPayment`), so the two never wait for each other crosswise.
+ */
+export async function strayRow(
   sql: Sql,
   column: "payproc_payment_intent_id" | "payproc_charge_id",
   value: string,
   options: { lock?: boolean } = {},
 ): Promise<StrayRow | null> {
-  return sql.maybeOne<StrayRow>(
+  if (options.lock) {
+    // The deal first (its id never changes, so reading it unlocked is safe).
+    await sql.query(
+      `select d.id from public.deals d
+       where d.id in (select s.deal_id from public.deal_stray_payments s where s.${column} = $1)
+       order by d.id
+       for update of d`,
+      [value],
+    );
+  }
+  return await sql.maybeOne<StrayRow>(
     `select ${STRAY_COLUMNS}
      from public.deal_stray_payments s
        join public.deals d on d.id = s.deal_id
@@ -211,7 +228,9 @@ export interface StraySettlement {
 }
 
 /**
- * In transaction `sql`, under the row's lock: stray payment `intentId` as
+ * In transaction `sql`, under its deal's lock and then its own (the lock
+ * order of `deal_rows.ts`: a caller may hold its webhook event's ledger row
+ * before, and nothing that comes after the deal): stray payment `intentId` as
  * `refunds` (every refund of the payment, read from the processor) make it
  * — see the module doc. Null when it is not a stray payment.
  */

@@ -96,7 +96,13 @@ async function applyWith(
   }
 }
 
-/** Records the event and runs `write` in one transaction; a duplicate changes nothing. */
+/**
+ * Records the event and runs `write` in one transaction; a duplicate changes
+ * nothing. The ledger row is the transaction's first lock (a concurrent
+ * delivery of the same event waits on it holding nothing, then finds it);
+ * whatever `write` locks comes after it — for a deal, in the order of
+ * `deals/deal_rows.ts`.
+ */
 function inTransaction(
   ctx: Context,
   entry: LedgerEntry,
