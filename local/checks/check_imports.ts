@@ -12,6 +12,13 @@
  *    another function's folder. `shared/` (the frontend's contract) imports
  *    only itself, and nothing deployed imports `local/`, `tests/` or `bench/`.
  * 2. **No cycles**, type-only imports and dynamic imports included.
+ * 3. **The rooms of `local/`.** The local stack's files that belong together
+ *    live in a folder ({@linkcode LOCAL_ROOMS}: the database pieces in `db/`,
+ *    the generators in `generators/`, the checks in `checks/`, …), and a
+ *    file whose name says which room it belongs in sits there. A room
+ *    imports its own files, the rooms before it and the top-level files of
+ *    `local/` that import no room (`paths.ts`, `functions.ts`, …); the
+ *    entry points at the top (`start.ts`, `gateway.ts`, …) put rooms together.
  *
  * The imports are read from the source (static `import`/`export … from`
  * statements and `import("…")` with a literal), so the check takes no type
@@ -52,6 +59,8 @@ export const FEATURES: readonly (readonly string[])[] = [
 ];
 
 const SHARED = "supabase/functions/_shared/";
+/** This script, for messages. */
+const SELF = "local/checks/check_imports.ts";
 
 /** Where a file sits: its layer's rank and the folder imports may move sideways in. */
 export interface Place {
@@ -138,7 +147,7 @@ export function layerProblems(graph: ReadonlyMap<string, readonly Import[]>): Pr
       if (!here || !there) continue;
       if (here.rank < 0) {
         problems.push(
-          `${from}: _shared/ has no such layer; add the folder to FEATURES in local/checks/check_imports.ts`,
+          `${from}: _shared/ has no such layer; add the folder to FEATURES in ${SELF}`,
         );
         continue;
       }
@@ -149,6 +158,63 @@ export function layerProblems(graph: ReadonlyMap<string, readonly Import[]>): Pr
           (there.rank === here.rank
             ? "a folder beside it: move what both need down a layer, or into one folder"
             : "a layer above it: move what it needs down, or hand it in from above"),
+      );
+    }
+  }
+  return problems;
+}
+
+/** The rooms of `local/`, lowest first: each may import the ones before it. */
+export const LOCAL_ROOMS: readonly (readonly string[])[] = [
+  ["db", "storage"],
+  ["generators", "checks", "console"],
+];
+
+/** The room a file of `local/` belongs in, by its name. */
+const ROOM_BY_NAME: ReadonlyArray<readonly [RegExp, string]> = [
+  [/^(postgres|pg_\w+|migrate|platform\w*|sql_statements|seed|db_reset)\.(ts|sql)$/, "db"],
+  [/^(catalog|openapi\w*|db_types|deno_fmt)\.ts$/, "generators"],
+  [/^check_\w+\.ts$/, "checks"],
+];
+
+/** The problems of `local/`'s rooms in `graph` (rule 3). */
+export function localRoomProblems(graph: ReadonlyMap<string, readonly Import[]>): Problem[] {
+  const roomOf = (path: string) => /^local\/([^/]+)\//.exec(path)?.[1] ?? null;
+  const inLocal = (path: string) => path.startsWith("local/");
+  const rank = (room: string) => LOCAL_ROOMS.findIndex((line) => line.includes(room));
+  /** Top-level files of local/ that import no room: any room may use them. */
+  const leaves = new Set(
+    [...graph].filter(([file, imports]) =>
+      inLocal(file) && roomOf(file) === null &&
+      !imports.some(({ target }) => inLocal(target) && roomOf(target) !== null)
+    ).map(([file]) => file),
+  );
+  const problems: Problem[] = [];
+  for (const [from, imports] of graph) {
+    if (!inLocal(from)) continue;
+    const room = roomOf(from);
+    const name = from.slice(from.lastIndexOf("/") + 1);
+    const belongs = ROOM_BY_NAME.find(([pattern]) => pattern.test(name))?.[1];
+    if (belongs !== undefined && room !== belongs) {
+      problems.push(`${from}: belongs in local/${belongs}/ with the rest of its room`);
+    }
+    if (room === null) continue;
+    if (rank(room) < 0) {
+      problems.push(`${from}: local/ has no such room; add it to LOCAL_ROOMS in ${SELF}`);
+      continue;
+    }
+    for (const { line, target } of imports) {
+      if (!inLocal(target)) continue;
+      const there = roomOf(target);
+      if (there === room) continue;
+      if (there === null ? leaves.has(target) : rank(there) >= 0 && rank(there) < rank(room)) {
+        continue;
+      }
+      problems.push(
+        `${from}:${line}: room ${room} imports ${target}, ` +
+          (there === null
+            ? "a top-level file that puts rooms together: hand in what it needs from there"
+            : `room ${there}, not below it: move what both need into a lower room`),
       );
     }
   }
@@ -236,15 +302,15 @@ export function importGraph(root: string): Map<string, Import[]> {
 if (import.meta.main) {
   const root = resolve(fileURLToPath(new URL("../..", import.meta.url)));
   const graph = importGraph(root);
-  const problems = layerProblems(graph);
+  const problems = [...layerProblems(graph), ...localRoomProblems(graph)];
   for (const cycle of cycles(graph)) problems.push(`import cycle: ${cycle.join(" ↔ ")}`);
   if (problems.length > 0) {
-    console.error(`Import rules broken (${problems.length}); see local/checks/check_imports.ts:\n`);
+    console.error(`Import rules broken (${problems.length}); see ${SELF}:\n`);
     for (const problem of problems) console.error(`  ${problem}`);
     Deno.exit(1);
   }
   const files = [...graph.keys()].filter((f) => placeOf(f) !== null).length;
   console.log(
-    `Imports: ${files} files keep the layers of _shared/, and there is no import cycle.`,
+    `Imports: ${files} files keep the layers of _shared/, local/ keeps its rooms, and there is no import cycle.`,
   );
 }

@@ -6,6 +6,7 @@ import {
   importGraph,
   importsOf,
   layerProblems,
+  localRoomProblems,
   placeOf,
 } from "../../local/checks/check_imports.ts";
 
@@ -103,5 +104,34 @@ Deno.test("the repository keeps its import rules", () => {
   const graph = importGraph(fileURLToPath(new URL("../../", import.meta.url)));
   assert.ok(graph.size > 300, "the whole repository was read");
   assert.deepEqual(layerProblems(graph), []);
+  assert.deepEqual(localRoomProblems(graph), []);
   assert.deepEqual(cycles(graph), []);
+});
+
+Deno.test("localRoomProblems() keeps local/'s files in their rooms, each importing only below it", () => {
+  const problems = localRoomProblems(graphOf({
+    "local/paths.ts": [],
+    "local/start.ts": ["local/db/migrate.ts", "local/generators/catalog.ts", "local/paths.ts"],
+    "local/gateway.ts": ["local/console/layout.ts"],
+    "local/db/migrate.ts": ["local/paths.ts", "local/db/pg_client.ts"],
+    "local/db/pg_client.ts": [],
+    "local/generators/catalog.ts": ["local/db/migrate.ts", "local/paths.ts"],
+    "local/console/layout.ts": ["local/gateway.ts"],
+    "local/db/seed.ts": ["local/generators/catalog.ts"],
+    "local/generators/openapi.ts": ["local/checks/check_x.ts"],
+    "local/checks/check_x.ts": [],
+    "local/pg_user.ts": [],
+    "local/openapi_examples.ts": [],
+    "local/db/check_y.ts": [],
+    "local/attic/old.ts": [],
+  }));
+  assert.deepEqual(problems, [
+    "local/console/layout.ts:1: room console imports local/gateway.ts, a top-level file that puts rooms together: hand in what it needs from there",
+    "local/db/seed.ts:1: room db imports local/generators/catalog.ts, room generators, not below it: move what both need into a lower room",
+    "local/generators/openapi.ts:1: room generators imports local/checks/check_x.ts, room checks, not below it: move what both need into a lower room",
+    "local/pg_user.ts: belongs in local/db/ with the rest of its room",
+    "local/openapi_examples.ts: belongs in local/generators/ with the rest of its room",
+    "local/db/check_y.ts: belongs in local/checks/ with the rest of its room",
+    "local/attic/old.ts: local/ has no such room; add it to LOCAL_ROOMS in local/checks/check_imports.ts",
+  ]);
 });

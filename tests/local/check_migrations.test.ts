@@ -182,6 +182,25 @@ Deno.test("check:migrations says what a shallow clone could not check", async ()
   }
 });
 
+Deno.test("check:migrations keeps its rule when the check itself moves", async () => {
+  const repo = await Repo.create();
+  try {
+    await repo.commit("first migration", { [A]: "create table a (id int);" });
+    const rule = await repo.commit("add the check", {
+      "local/check_migrations.ts": "// the check",
+    });
+    await Deno.mkdir(`${repo.dir}/local/checks`);
+    await repo.git("mv", "local/check_migrations.ts", SCRIPT);
+    await repo.git("commit", "-q", "-m", "move the check into its room");
+    await repo.commit("edit a landed migration", { [A]: "create table a (id bigint);" });
+    const result = await repo.check();
+    assert.match(result.notes.join("\n"), new RegExp(`after ${rule.slice(0, 10)}`));
+    assert.equal(result.violations.length, 1, JSON.stringify(result));
+  } finally {
+    await repo.remove();
+  }
+});
+
 Deno.test("check:migrations passes before the check itself is committed", async () => {
   const repo = await Repo.create();
   try {
