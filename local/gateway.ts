@@ -14,6 +14,8 @@
  * `/storage/v1/...` request to it unchanged, answers their CORS preflight
  * itself, and adds the same security, CORS and request-id headers to the
  * Storage answers, so a browser at the site's origin can upload and download.
+ * Before any of it, it refuses (403) a request to a `Host` that is not
+ * loopback, or from a page whose origin the CORS policy does not admit.
  *
  * @module
  */
@@ -21,6 +23,7 @@ import type { EdgeFunction } from "../supabase/functions/_shared/platform/functi
 import type { Runtime } from "../supabase/functions/_shared/platform/runtime.ts";
 import { HttpError } from "../supabase/functions/_shared/platform/errors.ts";
 import { type HeaderPairs, requestIdOf } from "../supabase/functions/_shared/platform/headers.ts";
+import { isLoopbackHost } from "../supabase/functions/_shared/lib/loopback.ts";
 import { isConsolePath } from "./console/layout.ts";
 import { createMailViewer, isMailViewerPath } from "./console/mail_viewer.ts";
 import { STORAGE_PREFIX } from "./storage/api.ts";
@@ -98,6 +101,8 @@ export function createGateway(options: GatewayOptions): (req: Request) => Promis
   return async (req) => {
     const url = new URL(req.url);
     const path = url.pathname;
+    const refused = localOnly(req, url, runtime);
+    if (refused) return fail(req, refused);
     if (path === JWKS_PATH) {
       if (req.method === "OPTIONS") {
         return new Response(null, {
@@ -165,6 +170,35 @@ export function createGateway(options: GatewayOptions): (req: Request) => Promis
     });
     return await handler(req);
   };
+}
+
+/**
+ * Every local credential is public (the CLI's well-known keys, the HS256
+ * secret, the scheduler token), so the local stack answers only this
+ * machine: a loopback `Host` (a name of another site that resolves to
+ * 127.0.0.1, DNS rebinding, reads nothing) and, from a browser, a page whose
+ * origin the runtime's CORS policy admits (`deno task start` allows loopback
+ * pages on any port and `SITE_URL`; `ALLOWED_ORIGINS` overrides). A page
+ * elsewhere cannot even send what CORS would not let it read.
+ */
+function localOnly(req: Request, url: URL, runtime: Runtime): HttpError | null {
+  if (!isLoopbackHost(url.hostname)) {
+    return new HttpError(
+      403,
+      "forbidden",
+      `The local stack answers on 127.0.0.1 and localhost only, not "${url.hostname}"`,
+    );
+  }
+  const origin = req.headers.get("origin");
+  if (origin !== null && !runtime.cors.admits(origin)) {
+    return new HttpError(
+      403,
+      "origin_not_allowed",
+      `The local stack answers pages on this machine and SITE_URL only, not "${origin}" ` +
+        "(ALLOWED_ORIGINS lists the origins it allows)",
+    );
+  }
+  return null;
 }
 
 /** `res` with `extra` headers added (its own `Vary` kept). */

@@ -1,7 +1,7 @@
 /**
- * What the local pages (the console, the mail viewer) share: they answer
- * only to a loopback `Host` — a page on another name that resolves to
- * 127.0.0.1 (DNS rebinding) reads nothing — and carry the runtime's headers
+ * What the local pages (the console, the mail viewer) share: behind the
+ * gateway, which answers only a loopback `Host` (`local/gateway.ts`), they
+ * carry the runtime's headers
  * without CORS (a page on another origin must not read them), with their own
  * CSP, framing and referrer rules, never cached.
  *
@@ -9,12 +9,6 @@
  */
 import type { HeaderPairs } from "../supabase/functions/_shared/platform/headers.ts";
 import type { Runtime } from "../supabase/functions/_shared/platform/runtime.ts";
-
-/** Whether `hostname` (a URL's, so IPv6 in brackets) names this machine's loopback. */
-export function isLoopbackHost(hostname: string): boolean {
-  return hostname === "localhost" || hostname.endsWith(".localhost") ||
-    hostname === "[::1]" || /^127(\.\d{1,3}){3}$/.test(hostname);
-}
 
 /** A local page's own rules, replacing the runtime's. */
 export interface PageRules {

@@ -10,6 +10,7 @@
  * @module
  */
 import { Runtime } from "../supabase/functions/_shared/platform/runtime.ts";
+import { LOCAL_SCHEDULER_TOKEN } from "../supabase/functions/_shared/platform/env.ts";
 import { consoleSink } from "../supabase/functions/_shared/platform/log.ts";
 import { createConsole } from "./console/server.ts";
 import { LogTap } from "./console/log_tap.ts";
@@ -38,9 +39,6 @@ import { startScheduler } from "./scheduler.ts";
 import { hasMigrationsTable, seedDatabase } from "./db/seed.ts";
 import { createStorageApi } from "./storage/api.ts";
 import { readLocalSupabaseEnv } from "./supabase_env.ts";
-
-/** The local scheduler token (least privilege: scheduled functions only). */
-export const LOCAL_SCHEDULER_TOKEN = "local-scheduler-token-for-development-only-0000";
 
 /** One-line failures the stack reports without a stack trace. */
 class StartError extends Error {}
@@ -89,7 +87,7 @@ async function main(): Promise<void> {
     const url = `http://127.0.0.1:${port}`;
     // The console's Requests page reads the log lines as they are written.
     const tap = new LogTap(consoleSink);
-    const runtime = new Runtime({
+    const settings: Record<string, string | undefined> = {
       SUPABASE_URL: url,
       SUPABASE_JWT_SECRET: secret,
       SUPABASE_JWKS: JSON.stringify(jwksOf(signingKey)),
@@ -105,7 +103,12 @@ async function main(): Promise<void> {
       ...(await readLocalSupabaseEnv()),
       ...env,
       SUPABASE_DB_URL: appDbUrl,
-    }, { logSink: tap.sink });
+    };
+    // Every local credential is public, so only pages on this machine and
+    // the site may call: a page open in the developer's browser elsewhere
+    // cannot (ALLOWED_ORIGINS overrides; set it empty to allow every origin).
+    settings.ALLOWED_ORIGINS ??= localOrigins(settings.SITE_URL).join(",");
+    const runtime = new Runtime(settings, { logSink: tap.sink });
     stops.unshift(() => runtime.close());
 
     const functions = await loadFunctions();
@@ -185,6 +188,15 @@ async function main(): Promise<void> {
   };
   Deno.addSignalListener("SIGINT", shutdown);
   Deno.addSignalListener("SIGTERM", shutdown);
+}
+
+/** The local stack's default `ALLOWED_ORIGINS`: loopback pages on any port, and the site. */
+export function localOrigins(siteUrl: string | undefined): string[] {
+  const loopback = ["localhost", "127.0.0.1", "[::1]"].flatMap((host) => [
+    `http://${host}:*`,
+    `https://${host}:*`,
+  ]);
+  return siteUrl && URL.canParse(siteUrl) ? [...loopback, new URL(siteUrl).origin] : loopback;
 }
 
 function banner(info: {

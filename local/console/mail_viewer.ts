@@ -20,8 +20,8 @@
  * Only the local gateway serves it (`createGateway({ mail: true })` with
  * `LOCAL_DEV=true`). Every value is HTML-escaped; the pages carry the
  * runtime's headers with a viewer CSP, no CORS (a page on another origin must
- * not read sign-in links) and `no-store`, and answer only to a loopback
- * `Host` (DNS rebinding).
+ * not read sign-in links) and `no-store`; the gateway lets through only a
+ * loopback `Host` (DNS rebinding).
  *
  * @module
  */
@@ -42,7 +42,7 @@ import {
 } from "../../supabase/functions/_shared/platform/headers.ts";
 import { describeError } from "../../supabase/functions/_shared/platform/log.ts";
 import type { Runtime } from "../../supabase/functions/_shared/platform/runtime.ts";
-import { isLoopbackHost, localPageHeaders } from "../local_pages.ts";
+import { localPageHeaders } from "../local_pages.ts";
 
 /** Where the viewer is served. */
 export const MAIL_VIEWER_PATH = "/_local/mail";
@@ -225,15 +225,6 @@ export function createMailViewer(
         Object.entries(error.headers ?? {}),
       );
 
-    if (!isLoopbackHost(url.hostname)) {
-      return fail(
-        new HttpError(
-          403,
-          "forbidden",
-          `The mail viewer answers on 127.0.0.1 and localhost only, not "${url.hostname}"`,
-        ),
-      );
-    }
     if (req.method !== "GET" && req.method !== "HEAD") {
       return fail(
         new HttpError(

@@ -10,10 +10,11 @@
  *   carries out itself, through the gateway, so each is one real request
  *   with its own request id and log lines. After an action the browser is
  *   sent back to the page (303) with the outcome shown once.
- * - Every value is escaped (`html`), the CSP allows no script at all, and
- *   the console answers only to a loopback `Host` (DNS rebinding) and takes
- *   a form only from its own origin (`Origin` / `Sec-Fetch-Site`: another
- *   site's page cannot make the console run a job).
+ * - Every value is escaped (`html`), the CSP allows no script at all, the
+ *   gateway lets through only a loopback `Host` (DNS rebinding) and pages
+ *   the CORS policy admits, and the console takes a form only from its own
+ *   origin (`Origin` / `Sec-Fetch-Site`: another site's page cannot make the
+ *   console run a job).
  *
  * @module
  */
@@ -23,7 +24,7 @@ import {
   requestIdOf,
 } from "../../supabase/functions/_shared/platform/headers.ts";
 import { describeError } from "../../supabase/functions/_shared/platform/log.ts";
-import { isLoopbackHost, localPageHeaders } from "../local_pages.ts";
+import { localPageHeaders } from "../local_pages.ts";
 import { CONSOLE_PATH, html, page, PAGES, type SafeHtml } from "./layout.ts";
 import type { ConsoleContext, ConsoleOptions, PageAnswer, Route } from "./types.ts";
 import { functionsRoutes } from "./functions_page.ts";
@@ -110,15 +111,6 @@ export function createConsole(options: ConsoleOptions): (req: Request) => Promis
       return response;
     };
 
-    if (!isLoopbackHost(url.hostname)) {
-      return fail(
-        new HttpError(
-          403,
-          "forbidden",
-          `The local console answers on 127.0.0.1 and localhost only, not "${url.hostname}"`,
-        ),
-      );
-    }
     const method = req.method === "HEAD" ? "GET" : req.method;
     if (method === "POST" && !sameOrigin(req, url)) {
       return fail(

@@ -72,6 +72,57 @@ Deno.test({
       assert.equal(jwks.keys[0].kty, "EC");
       assert.equal(jwks.keys[0].d, undefined, "the private part must never be served");
 
+      // A page open elsewhere in the developer's browser cannot drive the
+      // stack with its public keys: refused before anything runs, preflight
+      // and request alike; pages on this machine (any port) and SITE_URL may.
+      const mailBefore = (await (await fetch(`${stack.url}/_local/mail.json`)).json()).total;
+      const sendEmail = (origin: string, method = "POST") =>
+        fetch(`${stack.url}/functions/v1/send-email`, {
+          method,
+          headers: {
+            origin,
+            ...(method === "POST"
+              ? {
+                authorization: `Bearer ${stack.serviceKey}`,
+                "content-type": "application/json",
+              }
+              : { "access-control-request-method": "POST" }),
+          },
+          body: method === "POST"
+            ? JSON.stringify({ to: "victim@example.com", subject: "Hi", html: "<p>x</p>" })
+            : undefined,
+        });
+      for (const origin of ["https://evil.example", "http://localhost.evil.example", "null"]) {
+        for (const method of ["OPTIONS", "POST"]) {
+          const refused = await sendEmail(origin, method);
+          assert.equal(refused.status, 403, `${method} from ${origin}`);
+          assert.equal(refused.headers.get("access-control-allow-origin"), null);
+          assert.equal((await refused.json()).error.code, "origin_not_allowed");
+        }
+      }
+      const mailAfter = (await (await fetch(`${stack.url}/_local/mail.json`)).json()).total;
+      assert.equal(mailAfter, mailBefore, "nothing was sent");
+      for (
+        const origin of ["http://localhost:5173", "http://127.0.0.1:3000", "http://[::1]:8080"]
+      ) {
+        const preflight = await sendEmail(origin, "OPTIONS");
+        assert.equal(preflight.status, 204, origin);
+        assert.equal(preflight.headers.get("access-control-allow-origin"), origin);
+        await preflight.body?.cancel();
+      }
+      // fetch() sends the URL's host; a rebound name needs a request by hand.
+      const rebound = await rawRequest(
+        new URL(stack.url).port,
+        "POST /functions/v1/security-headers HTTP/1.1\r\nHost: rebound.example\r\n" +
+          `Authorization: Bearer ${stack.anonKey}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`,
+      );
+      assert.match(
+        rebound,
+        /^HTTP\/1\.1 403 /,
+        "a name of another site that resolves here reads nothing",
+      );
+      assert.match(rebound, /answers on 127\.0\.0\.1 and localhost only/);
+
       // The local mail viewer (LOCAL_DEV): served, and named in the banner.
       assert.ok(stack.output().includes(`  Mail             ${stack.url}/_local/mail`));
       const mail = await fetch(`${stack.url}/_local/mail`);
@@ -368,3 +419,10 @@ Deno.test({
     }
   },
 });
+
+/** Sends `request` as written to 127.0.0.1:`port` and reads the whole answer. */
+async function rawRequest(port: string, request: string): Promise<string> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: Number(port) });
+  await conn.write(new TextEncoder().encode(request));
+  return await new Response(conn.readable).text();
+}

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { createGateway } from "../../local/gateway.ts";
+import { localOrigins } from "../../local/start.ts";
 import { createFunction } from "../../supabase/functions/_shared/platform/function.ts";
 import type { Runtime } from "../../supabase/functions/_shared/platform/runtime.ts";
 import { createTestDatabase, sqlTest } from "../support/db.ts";
@@ -96,7 +97,6 @@ sqlTest(
       const [label, rt, origin] of [
         ["any origin", runtime, "https://elsewhere.example"],
         ["allow-listed origin", allowList, "https://app.example"],
-        ["unlisted origin", allowList, "https://elsewhere.example"],
       ] as const
     ) {
       const gw = gatewayOn(rt);
@@ -172,5 +172,83 @@ sqlTest("gateway's JWKS answers GET and HEAD, 405 with Allow for other methods",
     assert.equal(res.status, 405, method);
     assert.equal(res.headers.get("allow"), "GET, HEAD, OPTIONS");
     assert.equal((await res.json()).error.code, "method_not_allowed");
+  }
+});
+
+sqlTest(
+  "gateway with the local stack's origins: a page elsewhere is refused before anything runs",
+  async () => {
+    const local = gatewayOn(
+      await testRuntime(db, { ALLOWED_ORIGINS: localOrigins("https://app.example.com").join(",") }),
+    );
+    const call = (origin: string, method = "POST", host = "127.0.0.1:54321") =>
+      local(
+        new Request(`http://${host}/functions/v1/payproc-webhook`, {
+          method,
+          headers: { origin },
+          body: method === "POST" ? '{"id":"evt_1"}' : undefined,
+        }),
+      );
+    for (
+      const origin of [
+        "https://evil.example",
+        "http://localhost.evil.example",
+        "http://127.0.0.1.nip.io:54321",
+        "https://app.example.com:8443",
+        "http://localhost:5173x",
+        "null",
+      ]
+    ) {
+      for (const method of ["OPTIONS", "POST"]) {
+        const res = await call(origin, method);
+        assert.equal(res.status, 403, `${method} from ${origin}`);
+        assert.equal(res.headers.get("access-control-allow-origin"), null);
+        assert.ok(res.headers.has("content-security-policy"), "an answer's headers all the same");
+        assert.equal((await res.json()).error.code, "origin_not_allowed");
+      }
+    }
+    for (
+      const origin of [
+        "http://localhost:5173",
+        "http://localhost",
+        "https://127.0.0.1:3000",
+        "http://[::1]:8080",
+        "https://app.example.com",
+      ]
+    ) {
+      const res = await call(origin);
+      assert.equal(res.status, 200, origin);
+      assert.equal(res.headers.get("access-control-allow-origin"), origin);
+      assert.deepEqual(await res.json(), { path: "/payproc-webhook", rawBody: '{"id":"evt_1"}' });
+    }
+    const serverToServer = await local(
+      new Request("http://127.0.0.1/functions/v1/payproc-webhook", { method: "POST", body: "{}" }),
+    );
+    assert.equal(serverToServer.status, 200, "a request without Origin is not a page's");
+    await serverToServer.body?.cancel();
+  },
+);
+
+sqlTest("gateway answers a loopback Host only, on every path", async () => {
+  for (const host of ["evil.example", "127.0.0.1.nip.io", "10.0.0.1", "localhost.evil.example"]) {
+    for (
+      const path of [
+        "/functions/v1/payproc-webhook",
+        "/auth/v1/.well-known/jwks.json",
+        "/storage/v1/object/public/x",
+        "/nope",
+      ]
+    ) {
+      const res = await gateway(new Request(`http://${host}:54321${path}`, { method: "POST" }));
+      assert.equal(res.status, 403, `${host}${path}`);
+      const body = await res.json();
+      assert.equal(body.error.code, "forbidden");
+      assert.match(body.error.message, /answers on 127\.0\.0\.1 and localhost only/);
+    }
+  }
+  for (const host of ["localhost", "127.0.0.2", "app.localhost", "[::1]"]) {
+    const res = await gateway(new Request(`http://${host}:54321/auth/v1/.well-known/jwks.json`));
+    assert.equal(res.status, 200, host);
+    await res.body?.cancel();
   }
 });

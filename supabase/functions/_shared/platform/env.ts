@@ -10,7 +10,33 @@
  *
  * @module
  */
+import { isLoopbackHost } from "../lib/loopback.ts";
 import { HttpError } from "./errors.ts";
+
+/**
+ * The local stack's scheduler token (`deno task start` gives it to its
+ * scheduler and prints it). It is public, so only a loopback `SUPABASE_URL`
+ * accepts it (see {@linkcode ConfigurationError}).
+ */
+export const LOCAL_SCHEDULER_TOKEN = "local-scheduler-token-for-development-only-0000";
+
+/**
+ * The configuration cannot be served: a variable is malformed, or a
+ * local-only switch is set where `SUPABASE_URL` is not a loopback address
+ * (`LOCAL_DEV=true`, which opens scheduled functions to the anon key and
+ * captures e-mail; or `SCHEDULER_TOKEN` set to the well-known
+ * {@linkcode LOCAL_SCHEDULER_TOKEN}). Every request of a function is then
+ * answered 500 `misconfigured` with this message, which names the variables
+ * and never their values.
+ */
+export class ConfigurationError extends Error {
+  override name = "ConfigurationError";
+
+  /** `variables`: the names at fault. */
+  constructor(message: string, readonly variables: readonly string[]) {
+    super(message);
+  }
+}
 
 /** Thrown by a parser: the variable is set but malformed (named by {@linkcode Env}, never shown). */
 class Malformed extends Error {}
@@ -184,13 +210,25 @@ export class Env {
         values[name] = (parse as Parser<unknown>)(source[name]);
       } catch (error) {
         if (!(error instanceof Malformed)) throw error;
-        malformed.push(`"${name}"`);
+        malformed.push(name);
       }
     }
     if (malformed.length > 0) {
-      throw new Error(`Cannot read configuration: malformed ${malformed.join(", ")}`);
+      throw new ConfigurationError(
+        `Cannot read configuration: malformed ${malformed.map((name) => `"${name}"`).join(", ")}`,
+        malformed,
+      );
     }
     this.values = values as EnvValues;
+    const localOnly = localOnlySettings(this.values);
+    if (localOnly.length > 0) {
+      throw new ConfigurationError(
+        `Cannot serve: ${localOnly.join(" and ")} must not be set where SUPABASE_URL is not a ` +
+          `loopback address (LOCAL_DEV=true, and SCHEDULER_TOKEN set to the local stack's ` +
+          `well-known token, are for the local stack only)`,
+        localOnly,
+      );
+    }
   }
 
   /** The value of `name`, or a 503 `not_configured` naming the variable. */
@@ -212,4 +250,18 @@ export class Env {
     const value = this.values[name];
     return value !== undefined && !(Array.isArray(value) && value.length === 0);
   }
+}
+
+/**
+ * The variables `values` sets to a local-only value while its `SUPABASE_URL`
+ * is set and not loopback (hosted always sets it to the project's URL); none
+ * when the URL is loopback or unset.
+ */
+function localOnlySettings(values: EnvValues): string[] {
+  if (values.SUPABASE_URL === undefined) return [];
+  if (isLoopbackHost(new URL(values.SUPABASE_URL).hostname)) return [];
+  const set: string[] = [];
+  if (values.LOCAL_DEV) set.push("LOCAL_DEV");
+  if (values.SCHEDULER_TOKEN === LOCAL_SCHEDULER_TOKEN) set.push("SCHEDULER_TOKEN");
+  return set;
 }

@@ -28,7 +28,7 @@ import { ACCESS_RULES, authorize, authorizeDeal, type CallerFor } from "./access
 import { DEFAULT_BODY_LIMIT, parseJsonObject, readBodyText, refuseUnstorable } from "./body.ts";
 import type { Caller } from "./caller.ts";
 import { Context } from "./context.ts";
-import type { RateLimitOverride } from "./env.ts";
+import { ConfigurationError, type RateLimitOverride } from "./env.ts";
 import { HttpError } from "./errors.ts";
 import { loadOnce } from "../lib/load_once.ts";
 import { type HeaderPairs, requestIdOf } from "./headers.ts";
@@ -371,12 +371,33 @@ export function createFunction<
     return fetch;
   };
 
-  const edge = ((request: Request) => bound(defaultRuntime())(request)) as EdgeFunction;
+  const edge = ((request: Request) => {
+    let runtime: Runtime;
+    try {
+      runtime = defaultRuntime();
+    } catch (error) {
+      if (error instanceof ConfigurationError) return Promise.resolve(misconfigured(error));
+      throw error;
+    }
+    return bound(runtime)(request);
+  }) as EdgeFunction;
   const definition: FunctionDefinition = { ...spec };
   if (declaredLimit) definition.rateLimit = declaredLimit;
   Object.defineProperty(edge, "definition", { value: Object.freeze(definition) });
   Object.defineProperty(edge, "with", { value: bound });
   return edge;
+}
+
+/**
+ * The answer of every request while the configuration cannot be served:
+ * 500 `misconfigured`, naming the variables (never their values).
+ */
+function misconfigured(error: ConfigurationError): Response {
+  const body = new HttpError(500, "misconfigured", error.message, { variables: error.variables });
+  return new Response(JSON.stringify(body.toBody()), {
+    status: 500,
+    headers: { "content-type": "application/json" },
+  });
 }
 
 /** What one request's answer carries and its log line reports, filled in as it is served. */

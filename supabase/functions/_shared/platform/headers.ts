@@ -48,6 +48,9 @@ export function securityHeaders(options: SecurityHeaderOptions = {}): Record<str
 const ALLOWED_REQUEST_HEADERS =
   "authorization, x-client-info, apikey, content-type, x-upsert, cache-control, x-metadata";
 
+/** A port number of an origin. */
+const PORT = /^[0-9]{1,5}$/;
+
 /** A list of response header name/value pairs. */
 export type HeaderPairs = Array<[string, string]>;
 
@@ -56,24 +59,47 @@ const EXPOSE: [string, string] = [
   "X-Request-Id, Retry-After",
 ];
 
-/** CORS policy: `*` when no origins are configured, else an allow-list. */
+/**
+ * CORS policy: `*` when no origins are configured, else an allow-list. An
+ * entry is an origin (`https://app.example.com`) or an origin whose port is
+ * `*` (`http://localhost:*`: that host on any port, or on none), which is how
+ * the local stack allows every loopback page and nothing else.
+ */
 export class CorsPolicy {
   private readonly anyOrigin: HeaderPairs = [EXPOSE, ["Access-Control-Allow-Origin", "*"]];
   private readonly unlisted: HeaderPairs = [EXPOSE, ["Vary", "Origin"]];
+  private readonly exact: ReadonlySet<string>;
+  /** Entries with port `*`, each without its `:*`. */
+  private readonly anyPort: readonly string[];
 
   /** Creates the policy; an empty list allows every origin. */
-  constructor(private readonly origins: readonly string[]) {}
+  constructor(private readonly origins: readonly string[]) {
+    this.exact = new Set(origins.filter((origin) => !origin.endsWith(":*")));
+    this.anyPort = origins.filter((origin) => origin.endsWith(":*")).map((o) => o.slice(0, -2));
+  }
+
+  /** Whether a page at `origin` may call: always with no list, else when the list names it. */
+  admits(origin: string): boolean {
+    return this.origins.length === 0 || this.listed(origin);
+  }
 
   /** Headers for a response to a request from `origin`. */
   headersFor(origin: string | null): HeaderPairs {
     if (this.origins.length === 0) return this.anyOrigin;
-    if (!origin || !this.origins.includes(origin)) return this.unlisted;
+    if (!origin || !this.listed(origin)) return this.unlisted;
     return [...this.unlisted, ["Access-Control-Allow-Origin", origin]];
   }
 
   /** `origin` when answers to it name it in `Access-Control-Allow-Origin`, else null. */
   allowedOrigin(origin: string | null): string | null {
-    return origin !== null && this.origins.includes(origin) ? origin : null;
+    return origin !== null && this.origins.length > 0 && this.listed(origin) ? origin : null;
+  }
+
+  private listed(origin: string): boolean {
+    if (this.exact.has(origin)) return true;
+    return this.anyPort.some((base) =>
+      origin === base || (origin.startsWith(`${base}:`) && PORT.test(origin.slice(base.length + 1)))
+    );
   }
 
   /** Extra headers for an OPTIONS preflight answer. */

@@ -14,7 +14,7 @@
  */
 import { TokenVerifier } from "./tokens.ts";
 import { Db } from "./db.ts";
-import { Env } from "./env.ts";
+import { ConfigurationError, Env } from "./env.ts";
 import { CorsPolicy, type HeaderPairs, securityHeaders } from "./headers.ts";
 import { Logger, type LogSink } from "./log.ts";
 import type { PageFetchOptions } from "./web/page_fetch.ts";
@@ -160,10 +160,23 @@ export class Runtime {
   }
 }
 
-let processRuntime: Runtime | undefined;
+let processRuntime: Runtime | ConfigurationError | undefined;
 
-/** The runtime of this isolate, built from `Deno.env` on first use. */
+/**
+ * The runtime of this isolate, built from `Deno.env` on first use; throws
+ * the {@linkcode ConfigurationError} of a configuration that cannot be
+ * served, the same one every time (the environment does not change).
+ */
 export function defaultRuntime(): Runtime {
-  processRuntime ??= new Runtime(Deno.env.toObject());
+  if (processRuntime === undefined) {
+    try {
+      processRuntime = new Runtime(Deno.env.toObject());
+    } catch (error) {
+      if (!(error instanceof ConfigurationError)) throw error;
+      processRuntime = error;
+      new Logger().error("misconfigured", { message: error.message, variables: error.variables });
+    }
+  }
+  if (processRuntime instanceof ConfigurationError) throw processRuntime;
   return processRuntime;
 }
