@@ -208,7 +208,7 @@ sqlTest(
 );
 
 sqlTest(
-  "contact_messages: the global ceiling alerts every admin once, then refuses (PT429)",
+  "contact_messages: the global ceiling alerts every admin once, then holds messages for review",
   async () => {
     const admins = [
       await createUser(db.pool, { admin: true }),
@@ -245,7 +245,11 @@ sqlTest(
         assert.equal(alert!.dedupe_key, `contact_ceiling:${window.started}`);
         assert.match(alert!.body, /^3 messages were accepted through the contact form since /);
         assert.ok(
-          alert!.body.includes(`refused until ${window.ends.slice(0, 16).replace("T", " ")} UTC`),
+          alert!.body.includes(
+            `more are held for admin review until ${
+              window.ends.slice(0, 16).replace("T", " ")
+            } UTC (0 already await review).`,
+          ),
           alert!.body,
         );
         assert.deepEqual(alert!.data, {
@@ -254,16 +258,22 @@ sqlTest(
           windowSeconds: 3600,
           windowStartedAt: window.started,
           windowEndsAt: window.ends,
+          held: 0,
         });
       }
       assert.deepEqual(await alertsOf(quiet.id), [], "admin_alerts in-app switched off");
 
+      // Past the ceiling: accepted, held for review; no second alert.
       const before = await messageCount();
-      await assert.rejects(
-        send(visitorFrom("192.0.2.4")),
-        failsWith("PT429", /^Cannot send the message: .*try again in \d+ seconds$/),
+      const held = typed();
+      await send(visitorFrom("192.0.2.4"), held);
+      await send(visitorFrom("192.0.2.5"));
+      assert.equal(await messageCount(), before + 2, "the held messages are written");
+      const { rows: statuses } = await db.pool.query<{ review_status: string }>(
+        "select review_status from public.contact_messages where email = $1",
+        [held],
       );
-      assert.equal(await messageCount(), before, "the refused message is not written");
+      assert.deepEqual(statuses, [{ review_status: "held" }]);
       for (const admin of admins) assert.equal((await alertsOf(admin.id)).length, 1);
 
       const { rows: hits } = await db.pool.query<{ ceiling: number; started: string }>(

@@ -326,6 +326,8 @@ function argumentFor(type: string, signature: string): unknown {
   switch (type) {
     case "uuid":
       return crypto.randomUUID();
+    case "uuid[]":
+      return [crypto.randomUUID()];
     case "text":
     case "character varying":
       return "x";

@@ -291,7 +291,9 @@ sqlTest(
     );
     assert.equal(rows.length, 1);
     const sentence = "The contact form reached its ceiling of 2 messages at " +
-      `${rows[0]!.reached} UTC; messages after that were refused until ${rows[0]!.until} UTC.`;
+      `${rows[0]!.reached} UTC; messages after that were held for review until ${
+        rows[0]!.until
+      } UTC.`;
 
     double.reset();
     const res = await run();
@@ -323,5 +325,103 @@ sqlTest(
       assert.match(after, /After the rush/);
       assert.doesNotMatch(after, mentions);
     }
+  },
+);
+
+/** Writes a held contact message (as one past the ceiling is); answers its id. */
+async function held(message: string): Promise<string> {
+  const { rows } = await db.pool.query<{ id: string }>(
+    `insert into public.contact_messages (name, email, message, review_status)
+     values ('Held', $1, $2, 'held') returning id`,
+    [`held-${crypto.randomUUID().slice(0, 8)}@example.test`, message],
+  );
+  return rows[0]!.id;
+}
+
+/** review_contact_messages as the first admin, committed as a supabase-js call is. */
+async function reviewAs(ids: string[], action: "release" | "discard"): Promise<void> {
+  await asRole(db.pool, { role: "authenticated", userId: admins[0]!.id }, async (c) => {
+    await c.query("select * from public.review_contact_messages($1, $2)", [ids, action]);
+    await c.query("commit");
+  });
+}
+
+sqlTest(
+  "send-admin-contact-notification: held messages are counted, not listed; a released one comes once",
+  async () => {
+    const admin = admins[0]!;
+    const latest = async () => (await digestsOf(admin.id)).at(-1)!;
+    const mail = () => double.sentTo(admin.email)[0]?.text ?? "";
+
+    // One received, two held: the digest lists one and counts two.
+    double.reset();
+    await contact({ message: "A plain question" });
+    const first = await held("Held offer one");
+    const second = await held("Held offer two");
+    let res = await run();
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.items, 3, "one received, two newly held");
+    let notice = await latest();
+    assert.equal(notice.title, "1 contact message received; 2 held for review");
+    assert.match(
+      notice.body,
+      /2 messages wait for review, held .* \(2 new since the last digest\)/,
+    );
+    assert.equal((notice.data as { held?: number }).held, 2);
+    assert.match(mail(), /A plain question/);
+    assert.doesNotMatch(mail(), /Held offer/, "held messages are not delivered as received");
+    assert.match(mail(), /2 messages wait for review/);
+
+    // Released: the next digest lists it, once; the other still waits.
+    await reviewAs([first], "release");
+    double.reset();
+    res = await run();
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.items, 1);
+    notice = await latest();
+    assert.equal(notice.title, "1 contact message received; 1 held for review");
+    assert.match(notice.body, /^New through the contact form since the last digest, from "Held"\./);
+    assert.match(
+      notice.body,
+      /1 message waits for review, held .* \(0 new since the last digest\)/,
+    );
+    assert.match(mail(), /Held offer one/);
+    assert.match(mail(), /\(held, released \d{4}-\d\d-\d\d \d\d:\d\d UTC\)/);
+    assert.doesNotMatch(mail(), /Held offer two|A plain question/);
+
+    double.reset();
+    res = await run();
+    assert.deepEqual(
+      [res.body.sent, res.body.items],
+      [0, 0],
+      "the released message is not told twice",
+    );
+    assert.equal(double.sent.length, 0);
+
+    // Discarded: never listed; nothing to send.
+    await reviewAs([second], "discard");
+    res = await run();
+    assert.deepEqual([res.body.sent, res.body.items], [0, 0]);
+    double.reset();
+    await contact({ message: "After the review" });
+    assert.equal((await run()).status, 200);
+    notice = await latest();
+    assert.equal(notice.title, "1 contact message received");
+    assert.doesNotMatch(notice.body + mail(), /wait for review|waits for review|Held offer two/);
+
+    // Held messages alone send a digest that counts them.
+    double.reset();
+    await held("Held offer three");
+    res = await run();
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.items, 1);
+    notice = await latest();
+    assert.equal(notice.title, "1 contact message held for review");
+    assert.match(
+      notice.body,
+      /^Nothing new in the contact inbox since the last digest\. 1 message waits/,
+    );
+    assert.doesNotMatch(mail(), /Held offer three/);
+    assert.match(mail(), /1 message waits for review/);
   },
 );

@@ -10,8 +10,11 @@
  * | type               | covers                                              |
  * | ------------------ | --------------------------------------------------- |
  * | `listing_review`   | listings entering `pending_review` (`submitted_at`) |
- * | `contact_messages` | new `contact_messages` rows (`created_at`), and the |
- * |                    | form's ceiling hits among them (`reached_at`)       |
+ * | `contact_messages` | `contact_messages` entering the inbox              |
+ * |                    | (`received_at`: received, or released by an admin), |
+ * |                    | the form's ceiling hits among them (`reached_at`),  |
+ * |                    | and the held messages waiting for review (counted,  |
+ * |                    | never listed; new ones alone send a digest too)     |
  *
  * @module
  */
@@ -26,6 +29,7 @@ import {
   adminContactDigest,
   adminListingDigest,
   type ContactCeilingHit,
+  type ContactHeldCount,
   type ContactMessageSummary,
   type PendingListing,
 } from "../email/templates/admin.ts";
@@ -52,6 +56,8 @@ interface Collected {
   /** The timestamp of the newest item (exact ISO), the next cursor; null without items. */
   newest: string | null;
   notice: DigestNotice;
+  /** More for the in-app notice's `data` (the contact digest's held count). */
+  data?: Record<string, number>;
 }
 
 /** How one digest type finds its items and where it leads. */
@@ -100,6 +106,20 @@ async function collectPendingListings(sql: Sql, since: string | null): Promise<C
   return { total, newest: rows[0]?.newest ?? null, notice: adminListingDigest(listings, total) };
 }
 
+/** The later of two exact ISO timestamps (they sort as text); null when both are. */
+function later(a: string | null, b: string | null): string | null {
+  if (a === null) return b;
+  if (b === null) return a;
+  return a > b ? a : b;
+}
+
+/**
+ * Messages that entered the inbox after `since` (received, or released by an
+ * admin: `received_at`), and the held ones: all that wait for review and
+ * those that arrived after `since`. Held messages are counted, never listed
+ * (they may be spam); a released one is listed by the first digest after its
+ * release. The items are the listed messages and the new held ones.
+ */
 async function collectContactMessages(sql: Sql, since: string | null): Promise<Collected> {
   const rows = await sql.query<
     Counted & {
@@ -108,14 +128,17 @@ async function collectContactMessages(sql: Sql, since: string | null): Promise<C
       subject: string | null;
       message: string;
       created_at: Date;
+      released_at: Date | null;
     }
   >(
     `select name, email, subject, message, created_at,
+            case when review_status = 'released' then reviewed_at end as released_at,
             count(*) over ()::integer as total,
-            ${isoUtc("max(created_at) over ()")} as newest
+            ${isoUtc("max(received_at) over ()")} as newest
      from public.contact_messages
-     where $1::timestamptz is null or created_at > $1::timestamptz
-     order by created_at, id
+     where received_at is not null
+       and ($1::timestamptz is null or received_at > $1::timestamptz)
+     order by received_at, id
      limit $2`,
     [since, ADMIN_DIGEST_SHOWN],
   );
@@ -125,9 +148,23 @@ async function collectContactMessages(sql: Sql, since: string | null): Promise<C
     subject: row.subject,
     message: row.message,
     createdAt: row.created_at,
+    releasedAt: row.released_at,
   }));
-  const total = rows[0]?.total ?? 0;
-  const newest = rows[0]?.newest ?? null;
+  const received = rows[0]?.total ?? 0;
+  const held = await sql.one<ContactHeldCount & { newest: string | null }>(
+    `select count(*)::integer as waiting,
+            (count(*) filter (where $1::timestamptz is null or created_at > $1::timestamptz))::integer
+              as arrived,
+            ${
+      isoUtc(
+        "max(created_at) filter (where $1::timestamptz is null or created_at > $1::timestamptz)",
+      )
+    } as newest
+     from public.contact_messages
+     where review_status = 'held'`,
+    [since],
+  );
+  const newest = later(rows[0]?.newest ?? null, held.newest);
   // Ceiling hits among the messages covered: the message that reached the
   // ceiling has created_at = reached_at, so a hit is told with its message.
   const hits = newest === null ? [] : await sql.query<ContactCeilingHit>(
@@ -139,7 +176,13 @@ async function collectContactMessages(sql: Sql, since: string | null): Promise<C
      limit $3`,
     [since, newest, ADMIN_DIGEST_SHOWN],
   );
-  return { total, newest, notice: adminContactDigest(messages, total, hits) };
+  const count = { waiting: held.waiting, arrived: held.arrived };
+  return {
+    total: received + held.arrived,
+    newest,
+    notice: adminContactDigest(messages, received, hits, count),
+    data: { held: held.waiting },
+  };
 }
 
 const DIGESTS: Record<AdminDigestType, DigestKind> = {
@@ -212,7 +255,7 @@ export async function sendAdminDigest(
           title: found.notice.title,
           body: found.notice.body,
           link: kind.link,
-          data: { digest: type, items: found.total, lastSentAt: found.newest },
+          data: { ...found.data, digest: type, items: found.total, lastSentAt: found.newest },
           key: `admin_digest:${type}:${found.newest}`,
           email: { emailType: kind.emailType, content: found.notice.email },
         }),

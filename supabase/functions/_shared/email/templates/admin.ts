@@ -1,8 +1,10 @@
 /**
  * The admins' digests (`admin_notification_types`): listings waiting for
  * review, and messages sent through the contact form, since the last
- * digest. Contact messages are user input: like every value, they are
- * escaped by the renderer, never interpolated into markup here.
+ * digest, with the count of contact messages held for review (arrived past
+ * the form's ceiling; never listed until an admin releases them). Contact
+ * messages are user input: like every value, they are escaped by the
+ * renderer, never interpolated into markup here.
  *
  * @module
  */
@@ -26,6 +28,16 @@ export interface ContactMessageSummary {
   subject: string | null;
   message: string;
   createdAt: Date;
+  /** When an admin released it from the held queue; null or absent when it was never held. */
+  releasedAt?: Date | null;
+}
+
+/** The contact messages held for review (`review_status` held). */
+export interface ContactHeldCount {
+  /** Held messages waiting for an admin now. */
+  waiting: number;
+  /** Of those, the ones that arrived since the last digest. */
+  arrived: number;
 }
 
 /** A window in which the contact form reached its ceiling (`contact_ceiling_hits`). */
@@ -34,7 +46,7 @@ export interface ContactCeilingHit {
   ceiling: number;
   /** When the last accepted message was sent. */
   reachedAt: Date;
-  /** Until when further messages were refused. */
+  /** Until when further messages were held for review. */
   windowEndsAt: Date;
 }
 
@@ -42,7 +54,17 @@ export interface ContactCeilingHit {
 function ceilingNote(hit: ContactCeilingHit): string {
   return `The contact form reached its ceiling of ${countOf(hit.ceiling, "message")} at ${
     formatUtc(hit.reachedAt)
-  }; messages after that were refused until ${formatUtc(hit.windowEndsAt)}.`;
+  }; messages after that were held for review until ${formatUtc(hit.windowEndsAt)}.`;
+}
+
+/** The sentences telling how many messages wait for review, or none when none does. */
+function heldNote(held: ContactHeldCount): string[] {
+  if (held.waiting === 0) return [];
+  return [
+    `${countOf(held.waiting, "message")} ${
+      held.waiting === 1 ? "waits" : "wait"
+    } for review, held because the contact form was past its ceiling (${held.arrived} new since the last digest). Held messages are not listed here: release or discard them on the messages page.`,
+  ];
 }
 
 /** The longest excerpt of a contact message the digest shows. */
@@ -90,40 +112,54 @@ export function adminListingDigest(listings: PendingListing[], total: number): D
 }
 
 /**
- * The contact digest: `total` messages sent through the contact form since
- * the last one, `messages` (oldest first, at most the shown cap) listed
- * with an excerpt, and the times the form reached its ceiling meanwhile
- * (`hits`, oldest first).
+ * The contact digest: `total` messages that entered the inbox since the
+ * last one (sent within the ceiling, or released by an admin from the held
+ * queue), `messages` (oldest first, at most the shown cap) listed with an
+ * excerpt, the times the form reached its ceiling meanwhile (`hits`, oldest
+ * first), and the messages held for review (`held`: counted, not listed).
  */
 export function adminContactDigest(
   messages: ContactMessageSummary[],
   total: number,
   hits: ContactCeilingHit[] = [],
+  held: ContactHeldCount = { waiting: 0, arrived: 0 },
 ): DigestNotice {
   const count = countOf(total, "contact message");
-  const title = `${count} received`;
+  const waiting = held.waiting > 0 ? `${held.waiting} held for review` : null;
+  const title = total === 0 && waiting !== null
+    ? `${countOf(held.waiting, "contact message")} held for review`
+    : [`${count} received`, waiting].filter((part) => part !== null).join("; ");
   const ceiling = hits.map(ceilingNote);
+  const heldLines = heldNote(held);
   return {
     title,
     body: [
-      `New through the contact form since the last digest, from ${
-        namesOf(messages.map((m) => m.name), total)
-      }.`,
+      total === 0
+        ? "Nothing new in the contact inbox since the last digest."
+        : `New through the contact form since the last digest, from ${
+          namesOf(messages.map((m) => m.name), total)
+        }.`,
       ...ceiling,
+      ...heldLines,
     ].join(" "),
     email: {
-      subject: `Contact form: ${count}`,
-      heading: "New contact messages",
+      subject: ["Contact form: " + count, waiting].filter((part) => part !== null).join(", "),
+      heading: total === 0 ? "Contact messages held for review" : "New contact messages",
       paragraphs: [
-        `${count} ${
-          total === 1 ? "was" : "were"
-        } sent through the contact form since the last digest.`,
+        total === 0
+          ? "No new message was sent through the contact form since the last digest."
+          : `${count} ${
+            total === 1 ? "was" : "were"
+          } sent through the contact form since the last digest (or released from review).`,
         ...ceiling,
+        ...heldLines,
         ...shownNote(messages.length, total, "oldest"),
       ],
       items: messages.map((m) => ({
         title: `${m.subject ?? "(no subject)"} — ${m.name} <${m.email}>`,
-        detail: `${formatUtc(m.createdAt)}: ${excerpt(m.message, MESSAGE_EXCERPT_CHARS)}`,
+        detail: `${formatUtc(m.createdAt)}${
+          m.releasedAt ? ` (held, released ${formatUtc(m.releasedAt)})` : ""
+        }: ${excerpt(m.message, MESSAGE_EXCERPT_CHARS)}`,
       })),
       action: { label: "Read the messages", url: "/admin/messages" },
       footer: "You receive this digest because you are an admin of the marketplace.",
