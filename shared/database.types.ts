@@ -2445,6 +2445,16 @@ export type Database = {
         };
         Returns: undefined;
       };
+      assert_prune_arguments: {
+        Args: {
+          p_at_least: string;
+          p_limit: number;
+          p_older_than: string;
+          p_what: string;
+          p_why: string;
+        };
+        Returns: undefined;
+      };
       assert_signed_in: { Args: { p_action: string }; Returns: undefined };
       block_conversation: {
         Args: { p_conversation: string; p_reason?: string };
