@@ -304,3 +304,54 @@ addEventListener("unload", () => {
   storage.stop();
   runtime.close();
 });
+
+sqlTest(
+  "deal-create-upload-url: a project without legacy keys signs with a secret key of SUPABASE_SECRET_KEYS",
+  async () => {
+    const secretKey = `sb_secret_${crypto.randomUUID().replaceAll("-", "")}`;
+    const secrets = JSON.stringify({ other: "sb_secret_not_this_one", default: secretKey });
+    await using hosted = await startLocalStorage(db, { SUPABASE_SECRET_KEYS: secrets });
+    const noLegacy = await testRuntime(db, {
+      ...hosted.env,
+      SUPABASE_SECRET_KEYS: secrets,
+      SUPABASE_SERVICE_ROLE_KEY: undefined,
+      SUPABASE_ANON_KEY: undefined,
+    });
+    const deal = await createDeal(db.pool);
+    const res = await invoke<UploadUrl>(handler, noLegacy, {
+      token: await keys.userToken(deal.buyer),
+      body: request(deal),
+    });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.ok(res.body.signedUrl.startsWith(`${hosted.url}/storage/v1/object/upload/sign/`));
+    const buyer = createClient(hosted.url, keys.anonKey, {
+      global: { headers: { Authorization: `Bearer ${await keys.userToken(deal.buyer)}` } },
+      auth: { persistSession: false, autoRefreshToken: false },
+    });
+    const uploaded = await buyer.storage.from("deal-documents").uploadToSignedUrl(
+      res.body.path,
+      res.body.token,
+      new Blob(["%PDF-1.7 x"], { type: "application/pdf" }),
+    );
+    assert.equal(uploaded.error, null, String(uploaded.error));
+    await noLegacy.close();
+
+    // Neither key: 503 not_configured naming both, nothing written.
+    const unset = await testRuntime(db, {
+      ...hosted.env,
+      SUPABASE_SECRET_KEYS: undefined,
+      SUPABASE_SERVICE_ROLE_KEY: undefined,
+    });
+    const other = await createDeal(db.pool);
+    const refused = await invoke<{ error: { code: string; message: string } }>(handler, unset, {
+      token: await keys.userToken(other.buyer),
+      body: request(other),
+    });
+    await unset.close();
+    assert.equal(refused.status, 503);
+    assert.equal(refused.body.error.code, "not_configured");
+    assert.match(refused.body.error.message, /SUPABASE_SECRET_KEYS/);
+    assert.match(refused.body.error.message, /SUPABASE_SERVICE_ROLE_KEY/);
+    assert.deepEqual(await documentsOf(other.id), []);
+  },
+);

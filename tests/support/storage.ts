@@ -31,9 +31,16 @@ export interface LocalStorage {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** Starts the Storage API on `db` at 127.0.0.1 on a free port. */
-export async function startLocalStorage(db: TestDatabase): Promise<LocalStorage> {
-  const runtime = await testRuntime(db);
+/**
+ * Starts the Storage API on `db` at 127.0.0.1 on a free port; `env` adds to
+ * the project's settings it verifies callers with (e.g. `SUPABASE_SECRET_KEYS`:
+ * hosted Storage takes the project's secret keys as the service role).
+ */
+export async function startLocalStorage(
+  db: TestDatabase,
+  env: Record<string, string | undefined> = {},
+): Promise<LocalStorage> {
+  const runtime = await testRuntime(db, env);
   const keys = await testCredentials();
   const root = await Deno.makeTempDir({ prefix: "market-test-storage-" });
   const gateway = createGateway({

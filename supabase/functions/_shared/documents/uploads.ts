@@ -39,6 +39,8 @@ export async function createUploadUrl(
   const fileName = checked.name;
   const path = uploadPath(input.dealId, input.kind, fileName);
   const expiresAt = new Date(ctx.now().getTime() + UPLOAD_URL_SECONDS * 1000);
+  // Storage unconfigured (503 not_configured) must leave no row behind.
+  const storage = await storageFor(ctx);
   const documentId = await ctx.db.tx(async (sql) => {
     await dealTakingDocuments(sql, input.dealId, "upload documents");
     // Serializes uploads of one deal for the count below (no network inside).
@@ -71,7 +73,6 @@ export async function createUploadUrl(
     );
     return row.id;
   });
-  const storage = await storageFor(ctx);
   const { data, error } = await storage.from(DEAL_DOCUMENTS_BUCKET).createSignedUploadUrl(path);
   if (error || !data) {
     // No URL, no upload: the row goes (it could only ever expire).

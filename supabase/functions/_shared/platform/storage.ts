@@ -1,7 +1,9 @@
 /**
  * Supabase Storage through `@supabase/supabase-js`, with the service role
  * (which passes storage RLS: the functions check access themselves), loaded
- * on first use. Hosted, `SUPABASE_URL` is the project; locally the same
+ * on first use. The service role is a secret key of `SUPABASE_SECRET_KEYS`
+ * when the project has one, else the legacy `SUPABASE_SERVICE_ROLE_KEY`
+ * ({@linkcode serviceKeyOf}). Hosted, `SUPABASE_URL` is the project; locally the same
  * calls reach the Storage API subset `deno task start` serves.
  *
  * @module
@@ -14,7 +16,6 @@ import { HttpError, upstreamUnavailable } from "./errors.ts";
 /** The storage part of a supabase-js client. */
 export type StorageClient = SupabaseClient["storage"];
 
-/** Builds the service-role storage client from `SUPABASE_URL` and `SUPABASE_SERVICE_ROLE_KEY`. */
 /**
  * Storage through supabase-js with the service role (signed upload and
  * download URLs, uploads) for `ctx`'s runtime, loaded on first use; 503
@@ -29,10 +30,32 @@ async function createStorageClient(env: Env): Promise<StorageClient> {
   const { createClient } = await import("@supabase/supabase-js");
   const client = createClient(
     env.require("SUPABASE_URL"),
-    env.require("SUPABASE_SERVICE_ROLE_KEY"),
+    serviceKeyOf(env),
     { auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false } },
   );
   return client.storage;
+}
+
+/**
+ * The key that makes a call the service role's: a secret key of
+ * `SUPABASE_SECRET_KEYS` when there is one (the one named `default`, else
+ * the first) — a project that disabled the legacy keys has only these — else
+ * the legacy `SUPABASE_SERVICE_ROLE_KEY`; 503 `not_configured` naming both
+ * without either.
+ */
+export function serviceKeyOf(env: Env): string {
+  const secrets = env.values.SUPABASE_SECRET_KEYS;
+  const secret = secrets?.["default"] ?? Object.values(secrets ?? {})[0];
+  const key = secret ?? env.values.SUPABASE_SERVICE_ROLE_KEY;
+  if (key === undefined) {
+    throw new HttpError(
+      503,
+      "not_configured",
+      "Cannot serve this request: neither SUPABASE_SECRET_KEYS nor SUPABASE_SERVICE_ROLE_KEY is configured",
+      { variables: ["SUPABASE_SECRET_KEYS", "SUPABASE_SERVICE_ROLE_KEY"] },
+    );
+  }
+  return key;
 }
 
 /** A storage-js failure (`{ error }` of a storage call). */
