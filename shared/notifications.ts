@@ -150,6 +150,7 @@ export const EMAIL_TYPES = {
   admin_payment_return_failed: "admin_alerts",
   admin_payment_return_reversed: "admin_alerts",
   admin_dispute_after_payout: "admin_alerts",
+  admin_payout_after_refund: "admin_alerts",
   admin_escrow_hold: "admin_alerts",
   admin_payout_waiting: "admin_alerts",
   admin_repayout: "admin_alerts",

@@ -43,6 +43,7 @@ import {
   adminPaymentReturnedNotice,
   adminPaymentReturnFailedNotice,
   adminPaymentReturnReversedNotice,
+  adminPayoutAfterRefundNotice,
   paymentReturnedNotice,
   type StrayPaymentFacts,
 } from "../../supabase/functions/_shared/email/templates/deal_alerts.ts";
@@ -486,6 +487,7 @@ export const MAIL_SAMPLES: { readonly [T in EmailType]: MailSample } = {
         ],
         3,
         [{ ceiling: 50, reachedAt: hoursFrom(NOW, -12), windowEndsAt: hoursFrom(NOW, -11) }],
+        { waiting: 7, arrived: 4 },
       ).email
     ),
   },
@@ -734,6 +736,20 @@ export const MAIL_SAMPLES: { readonly [T in EmailType]: MailSample } = {
         dueBy: hoursFrom(NOW, 7 * 24),
         after: "payout",
         payoutReversed: false,
+      }).email
+    ),
+  },
+  admin_payout_after_refund: {
+    type: "admin_payout_after_refund",
+    description: "To admins: a payout reached the seller of a deal that was refunded to the buyer.",
+    render: rendered(() =>
+      adminPayoutAfterRefundNotice({
+        dealId: DEAL_ID,
+        listingTitle: SAMPLE_LISTING_TITLE,
+        transferId: "tr_1PqR8sLkT2x9YbZ1",
+        amount: "11250.00",
+        currency: "EUR",
+        kind: "payout",
       }).email
     ),
   },

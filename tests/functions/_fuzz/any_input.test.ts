@@ -222,6 +222,8 @@ const EVENT_TYPES = [
   "refund.failed",
   "charge.dispute.created",
   "charge.dispute.closed",
+  "transfer.created",
+  "transfer.updated",
   "transfer.reversed",
   "payout.paid",
   "product.created",

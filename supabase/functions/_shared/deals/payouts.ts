@@ -25,7 +25,8 @@
  *    leaves the deal in handover, else the deal is `completed`; the notices.
  *    A chargeback that opened in the moment between the last check and the
  *    transfer leaves the deal `disputed`: the transfer is recorded on it and
- *    the admins hear of it.
+ *    the admins hear of it; so does a refund that settled meanwhile (the
+ *    deal stays `refunded`, no notice to the parties; `late_payouts.ts`).
  *
  * Who asks ({@linkcode TransferOrigin}) decides what is due: an admin any
  * time (a payout before the handover is complete with `force`), the
@@ -51,6 +52,7 @@ import {
   transitionDeal,
 } from "./deal_rows.ts";
 import { recordPayoutDuringDispute } from "./late_disputes.ts";
+import { recordPayoutAfterRefund } from "./late_payouts.ts";
 import { queuePaymentNotices, queueSideNotices } from "./payment_notices.ts";
 import {
   type DealSettlements,
@@ -442,6 +444,17 @@ async function finishTransfer(
   if (row.kind === "repayout") {
     await recordDealEvent(sql, deal.id, "payout_repaid_after_dispute_won", transferId, {
       detail: { amount: row.amount, currency: row.currency },
+    });
+    return;
+  }
+  if (deal.status === "refunded") {
+    // A refund settled between the last check and the transfer: the seller
+    // has money for a refunded deal. Nothing else changes; admins decide.
+    await recordPayoutAfterRefund(ctx, sql, deal.id, {
+      id: transferId,
+      kind: row.kind,
+      amount: row.amount,
+      currency: row.currency,
     });
     return;
   }

@@ -19,6 +19,7 @@ import type { Sql } from "../platform/db.ts";
 import { conflict, notFound } from "../platform/errors.ts";
 import { type DealRow, findDeal, recordDealEvent, transitionDeal } from "./deal_rows.ts";
 import { lateDisputeCause, OPEN_DISPUTE } from "./late_disputes.ts";
+import { recordPaidTransfersAfterRefund } from "./late_payouts.ts";
 import { queuePaymentNotices } from "./payment_notices.ts";
 import {
   type DealSettlements,
@@ -358,8 +359,10 @@ function inProgress() {
  * Under the deal's lock: the refund row `succeeded` with `refundId` (written
  * when the processor reported a refund nobody claimed, e.g. one made in its
  * dashboard), the deal `refunded` and both parties told — once, whoever
- * finishes first (this function or the webhook). False when the deal was
- * already refunded (or cannot become refunded).
+ * finishes first (this function or the webhook); a transfer to the seller
+ * that went out and was not taken back is told to the admins, once
+ * (`late_payouts.ts`). False when the deal was already refunded (or cannot
+ * become refunded).
  */
 export async function completeRefund(
   ctx: Context,
@@ -388,5 +391,8 @@ export async function completeRefund(
     actor,
   });
   await queuePaymentNotices(ctx, sql, deal.id, "refund_issued");
+  // A transfer to the seller that went out and was not taken back (a
+  // dashboard refund, a reversal that failed): the admins hear of it once.
+  await recordPaidTransfersAfterRefund(ctx, sql, deal.id);
   return true;
 }

@@ -3,7 +3,8 @@
  * `charge.refunded` (a refund, ours or the dashboard's; also of a stray
  * payment), `charge.dispute.created`, `.updated` and `.closed` (the buyer's
  * bank; after the money left escrow they reach the admins), `transfer.reversed`
- * (a payout taken back). Each re-reads its object from the processor and
+ * (a payout taken back), `transfer.created` and `.updated` (a transfer to
+ * the seller of a deal that is refunded reaches the admins, once). Each re-reads its object from the processor and
  * decides from that, not from the event: a dispute is open, won or lost as
  * the processor says now, so events arriving late or twice change nothing.
  *
@@ -21,7 +22,9 @@ import {
   type WebhookHandlers,
   type WebhookResult,
 } from "../payproc_webhook/types.ts";
-import { findDealByCharge, transitionDeal } from "./deal_rows.ts";
+import { findDeal, findDealByCharge, transitionDeal } from "./deal_rows.ts";
+import { currencyCode, fromMinorUnits } from "../lib/money.ts";
+import { recordPayoutAfterRefund } from "./late_payouts.ts";
 import { OPEN_DISPUTE, recordLateDispute } from "./late_disputes.ts";
 import { completeRefund, markPayoutReversed } from "./refunds.ts";
 import { oweRepayout } from "./repayouts.ts";
@@ -227,8 +230,59 @@ const onTransferReversed: WebhookHandler<EventOf<"transfer.reversed">, Read<Stri
   },
 };
 
-/** Handlers of refunds, disputes and reversals of deal money. */
+/** A deal id as our transfers carry it (`metadata.deal_id`, `transfer_group` `deal:<id>`). */
+const DEAL_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The deal transfer `transfer` went to the seller of: by our settlement row, else its metadata or group. */
+async function dealOfTransfer(sql: Sql, transfer: Stripe.Transfer): Promise<string | null> {
+  const row = await sql.maybeOne<{ deal_id: string }>(
+    `select deal_id from public.deal_settlements
+     where payproc_id = $1 and kind in ('payout', 'holdback', 'repayout')`,
+    [transfer.id],
+  );
+  if (row) return row.deal_id;
+  const named = transfer.metadata?.deal_id ?? transfer.transfer_group?.replace(/^deal:/, "");
+  return named && DEAL_ID.test(named) ? named.toLowerCase() : null;
+}
+
+type TransferEventType = "transfer.created" | "transfer.updated";
+
+/**
+ * A transfer the processor reports made (or changed): if it paid the seller
+ * of a deal that is refunded and is not taken back in full, the admins hear
+ * of it once (`late_payouts.ts`). Anything else is ours already (the payout
+ * records its own transfer) and changes nothing.
+ */
+const onTransfer: WebhookHandler<EventOf<TransferEventType>, Read<Stripe.Transfer>> = {
+  async read({ event, ctx }) {
+    const payproc = await payprocFor(ctx);
+    const transfer = await orNullIfMissing(payproc.transfers.retrieve(event.data.object.id));
+    return transfer ? { object: transfer } : { refusal: "the transfer does not exist" };
+  },
+  async write({ sql, read, ctx }) {
+    if ("refusal" in read) return skipped(read.refusal);
+    const transfer = read.object;
+    const dealId = await dealOfTransfer(sql, transfer);
+    const deal = dealId ? await findDeal(sql, dealId, { lock: true }) : null;
+    if (!deal) return applied("not a transfer of a deal");
+    const held = transfer.amount - transfer.amount_reversed;
+    if (deal.status !== "refunded" || held <= 0) return applied("nothing to do");
+    const recorded = await recordPayoutAfterRefund(ctx, sql, deal.id, {
+      id: transfer.id,
+      kind: transfer.metadata?.kind ?? "transfer",
+      amount: fromMinorUnits(held, transfer.currency),
+      currency: currencyCode(transfer.currency),
+    });
+    return recorded
+      ? applied(`deal ${deal.id} is refunded and its seller was paid: admins told`)
+      : applied("already recorded");
+  },
+};
+
+/** Handlers of refunds, disputes, transfers and reversals of deal money. */
 export const DEAL_SETTLEMENT_EVENT_HANDLERS: WebhookHandlers = {
+  "transfer.created": onTransfer,
+  "transfer.updated": onTransfer,
   "charge.refunded": onChargeRefunded,
   "charge.dispute.created": onDispute,
   "charge.dispute.updated": onDispute,

@@ -37,7 +37,9 @@ Deno.test("the dispatch tables: billing and deal events on the platform, account
     "payment_intent.processing",
     "payment_intent.succeeded",
     "refund.failed",
+    "transfer.created",
     "transfer.reversed",
+    "transfer.updated",
   ]);
   assert.deepEqual(Object.keys(CONNECT_HANDLERS), ["account.updated"]);
   assert.equal(handlerFor("platform", "account.updated"), undefined);

@@ -2,7 +2,7 @@
  * Notices of deal money that needs attention: a payment the platform
  * returned on its own (to the buyer and to admins), could not return, or
  * whose refund failed after it was made (to admins), a dispute after the
- * money left escrow, and funds held in escrow close to the
+ * money left escrow, a transfer to the seller of a refunded deal, and funds held in escrow close to the
  * processor's limit (to admins). Each is an in-app notice and an e-mail that
  * say the same thing.
  *
@@ -205,6 +205,32 @@ export function adminPayoutDuringDisputeNotice(
     {
       subject: `Dispute on "${facts.listingTitle}" after its payout`,
       items: [{ title: `Transfer ${facts.transferId}` }],
+      action: { label: "Open the deal", url: adminDealLink(facts.dealId) },
+    },
+  );
+}
+
+/** A transfer to the seller of a deal that is refunded: the buyer has the money back too. */
+export interface PayoutAfterRefundFacts {
+  dealId: string;
+  listingTitle: string;
+  transferId: string;
+  /** What the seller still holds of the transfer (not reversed), in major units. */
+  amount: string;
+  currency: string;
+  /** What the transfer was: the payout, the holdback or a repayout. */
+  kind: string;
+}
+
+/** To admins: money reached the seller of a deal that is refunded. */
+export function adminPayoutAfterRefundNotice(facts: PayoutAfterRefundFacts): DealAlertNotice {
+  const amount = formatMoney(facts.amount, facts.currency);
+  return notice(
+    "Seller paid for a refunded deal",
+    `The ${facts.kind} of ${amount} for "${facts.listingTitle}" reached the seller (transfer ${facts.transferId}), but the deal is refunded: the buyer has the money back too. Take the transfer back at the processor (reverse it) or settle with the seller.`,
+    {
+      subject: `Seller paid for refunded deal "${facts.listingTitle}"`,
+      items: [{ title: `Transfer ${facts.transferId}`, detail: amount }],
       action: { label: "Open the deal", url: adminDealLink(facts.dealId) },
     },
   );
