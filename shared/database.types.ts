@@ -288,6 +288,10 @@ export type Database = {
           id: string;
           message: string;
           name: string;
+          received_at: string | null;
+          review_status: string;
+          reviewed_at: string | null;
+          reviewed_by: string | null;
           subject: string | null;
           user_id: string | null;
         };
@@ -297,6 +301,10 @@ export type Database = {
           id?: never;
           message: string;
           name: string;
+          received_at?: never;
+          review_status?: never;
+          reviewed_at?: never;
+          reviewed_by?: never;
           subject?: string | null;
           user_id?: never;
         };
@@ -306,6 +314,10 @@ export type Database = {
           id?: never;
           message?: never;
           name?: never;
+          received_at?: never;
+          review_status?: never;
+          reviewed_at?: never;
+          reviewed_by?: never;
           subject?: never;
           user_id?: never;
         };
@@ -3300,8 +3312,32 @@ export type Database = {
       };
       plan_of: { Args: { p_user: string }; Returns: string };
       price_alerts_since: { Args: Record<PropertyKey, never>; Returns: string };
+      prune_contact_ceiling_hits: {
+        Args: { p_limit?: number; p_older_than?: string };
+        Returns: number;
+      };
+      prune_daily_task_runs: {
+        Args: { p_limit?: number; p_older_than?: string };
+        Returns: number;
+      };
+      prune_email_logs: {
+        Args: { p_limit?: number; p_older_than?: string };
+        Returns: number;
+      };
+      prune_job_runs: {
+        Args: { p_limit?: number; p_older_than?: string };
+        Returns: number;
+      };
       prune_listing_views: { Args: { p_limit: number }; Returns: number };
       prune_notice_queue: { Args: { p_older_than?: string }; Returns: number };
+      prune_payproc_events: {
+        Args: { p_limit?: number; p_older_than?: string };
+        Returns: number;
+      };
+      prune_price_alert_runs: {
+        Args: { p_limit?: number; p_older_than?: string };
+        Returns: number;
+      };
       prune_project_analysis_cache: {
         Args: { p_now?: string };
         Returns: number;
@@ -3403,6 +3439,28 @@ export type Database = {
           to: "deal_cases";
           isOneToOne: true;
           isSetofReturn: false;
+        };
+      };
+      review_contact_messages: {
+        Args: { p_action: string; p_messages: string[] };
+        Returns: {
+          created_at: string;
+          email: string;
+          id: string;
+          message: string;
+          name: string;
+          received_at: string | null;
+          review_status: string;
+          reviewed_at: string | null;
+          reviewed_by: string | null;
+          subject: string | null;
+          user_id: string | null;
+        }[];
+        SetofOptions: {
+          from: "*";
+          to: "contact_messages";
+          isOneToOne: false;
+          isSetofReturn: true;
         };
       };
       revoke_listing_access: {
