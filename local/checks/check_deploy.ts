@@ -25,7 +25,7 @@
  */
 import { withClient } from "../db/pg_client.ts";
 import { listMigrations, PLATFORM_SQL } from "../db/migrate.ts";
-import { POLICY_GRANT_TABLES } from "../db/platform_ownership.ts";
+import { PLATFORM_SCHEMAS, POLICY_GRANT_TABLES } from "../db/platform_ownership.ts";
 import {
   freePort,
   postgresRoleUrl,
@@ -307,9 +307,13 @@ export function cliDatabaseUrl(superuserUrl: string): string {
   return url.toString();
 }
 
+/** The line the CLI prints before it applies a migration file. */
+const APPLYING = /^Applying migration (\S+\.sql)\.\.\.$/;
+
 /** The files named by the CLI's `Applying migration <file>...` lines, in order. */
 export function appliedMigrations(output: string): string[] {
-  return [...output.matchAll(/^Applying migration (\S+\.sql)\.\.\.$/gm)].map((m) => m[1]!);
+  return output.split("\n").map((line) => APPLYING.exec(line)?.[1])
+    .filter((file) => file !== undefined);
 }
 
 /**
@@ -331,7 +335,7 @@ export function parseRefusal(output: string): Omit<RefusedMigration, "line"> | n
   const errorAt = lines.findIndex((l) => l.startsWith("ERROR: "));
   if (errorAt < 0) return null;
   const file = lines.slice(0, errorAt).reverse()
-    .map((l) => /^Applying migration (\S+\.sql)\.\.\.$/.exec(l)?.[1])
+    .map((l) => APPLYING.exec(l)?.[1])
     .find((f) => f !== undefined);
   const statementAt = lines.findIndex((l, i) => i > errorAt && /^At statement: \d+$/.test(l));
   if (!file || statementAt < 0) return null;
@@ -369,13 +373,16 @@ async function recordedVersions(url: string): Promise<Set<string>> {
   });
 }
 
-/** The platform's owner roles `postgres` is a member of (none, as on hosted). */
+/** The owners of the platform's tables that `postgres` is a member of (none, as on hosted). */
 async function lentPlatformRoles(url: string): Promise<string[]> {
   return await withClient(url, async (client) => {
     const { rows } = await client.query<{ role: string }>(
-      `select m.roleid::regrole::text as role from pg_auth_members m
-       where m.member = 'postgres'::regrole and m.roleid::regrole::text in
-         ('supabase_admin', 'supabase_auth_admin', 'supabase_storage_admin', 'supabase_realtime_admin')`,
+      `select distinct m.roleid::regrole::text as role from pg_auth_members m
+       where m.member = 'postgres'::regrole and m.roleid in (
+         select c.relowner from pg_class c join pg_namespace n on n.oid = c.relnamespace
+         where n.nspname = any($1::text[]))
+       order by 1`,
+      [[...PLATFORM_SCHEMAS]],
     );
     return rows.map((row) => row.role);
   });

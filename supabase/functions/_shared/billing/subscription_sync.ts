@@ -52,7 +52,8 @@ import {
   type SubscriptionState,
   subscriptionState,
 } from "./subscription_state.ts";
-import { existingUserId, isUuid } from "./users.ts";
+import { existingUserId } from "./users.ts";
+import { isUuid } from "../lib/uuid.ts";
 import { payprocFor } from "../platform/payproc.ts";
 
 /** Where the subscription was read and whom it is for. */

@@ -6,13 +6,7 @@
  * @module
  */
 import type { Sql } from "../platform/db.ts";
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** Whether `value` is a UUID string. */
-export function isUuid(value: unknown): value is string {
-  return typeof value === "string" && UUID.test(value);
-}
+import { isUuid } from "../lib/uuid.ts";
 
 /** A user billing acts for, as stored in `auth.users`. */
 export interface BillingUser {

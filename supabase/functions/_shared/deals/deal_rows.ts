@@ -29,6 +29,7 @@
  *
  * @module
  */
+import { isUuid } from "../lib/uuid.ts";
 import type Stripe from "stripe";
 import type { DealStatus } from "../../../../shared/deal_schemas.ts";
 import type { OfferTerms } from "../../../../shared/offer_terms.ts";
@@ -113,6 +114,12 @@ export function transferGroupOf(dealId: string): string {
   return `deal:${dealId}`;
 }
 
+/** The deal id a `transfer_group` names ({@linkcode transferGroupOf}), if it names one. */
+export function dealIdOfGroup(group: string | null | undefined): string | null {
+  const id = group?.startsWith("deal:") ? group.slice("deal:".length) : null;
+  return isUuid(id) ? id : null;
+}
+
 /** The charge of a payment intent, once it has one. */
 export function chargeIdOf(intent: Stripe.PaymentIntent): string | null {
   const charge = intent.latest_charge;
@@ -128,7 +135,7 @@ export function paymentIntentIdOf(session: Stripe.Checkout.Session): string | nu
 /** The deal id a processor object names in its metadata, if it looks like one. */
 export function dealIdOf(metadata: Record<string, string> | null | undefined): string | null {
   const id = metadata?.deal_id;
-  return typeof id === "string" && /^[0-9a-f-]{36}$/i.test(id) ? id : null;
+  return isUuid(id) ? id : null;
 }
 
 /** What a transition is about. */

@@ -22,7 +22,13 @@ import {
   type WebhookHandlers,
   type WebhookResult,
 } from "../payproc_webhook/types.ts";
-import { findDeal, findDealByCharge, transitionDeal } from "./deal_rows.ts";
+import {
+  dealIdOf,
+  dealIdOfGroup,
+  findDeal,
+  findDealByCharge,
+  transitionDeal,
+} from "./deal_rows.ts";
 import { currencyCode, fromMinorUnits } from "../lib/money.ts";
 import { recordPayoutAfterRefund } from "./late_payouts.ts";
 import { OPEN_DISPUTE, recordLateDispute } from "./late_disputes.ts";
@@ -230,9 +236,6 @@ const onTransferReversed: WebhookHandler<EventOf<"transfer.reversed">, Read<Stri
   },
 };
 
-/** A deal id as our transfers carry it (`metadata.deal_id`, `transfer_group` `deal:<id>`). */
-const DEAL_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** The deal transfer `transfer` went to the seller of: by our settlement row, else its metadata or group. */
 async function dealOfTransfer(sql: Sql, transfer: Stripe.Transfer): Promise<string | null> {
   const row = await sql.maybeOne<{ deal_id: string }>(
@@ -241,8 +244,7 @@ async function dealOfTransfer(sql: Sql, transfer: Stripe.Transfer): Promise<stri
     [transfer.id],
   );
   if (row) return row.deal_id;
-  const named = transfer.metadata?.deal_id ?? transfer.transfer_group?.replace(/^deal:/, "");
-  return named && DEAL_ID.test(named) ? named.toLowerCase() : null;
+  return dealIdOf(transfer.metadata) ?? dealIdOfGroup(transfer.transfer_group);
 }
 
 type TransferEventType = "transfer.created" | "transfer.updated";

@@ -36,8 +36,7 @@ import {
   protectedHeader,
   verifyHs256,
 } from "./hs256.ts";
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import { isUuid } from "../lib/uuid.ts";
 
 /** 401 `unauthorized` with a reason that names no secret. */
 export function unauthorized(reason: string): HttpError {
@@ -260,7 +259,7 @@ function callerFrom(payload: JwtClaims, issuer: string | undefined): Caller {
   if (role === "anon") return { kind: "anon" };
   if (role === "service_role") return { kind: "service" };
   if (role !== "authenticated") throw unauthorized(`role "${String(role)}" is not accepted`);
-  if (typeof payload.sub !== "string" || !UUID.test(payload.sub)) {
+  if (!isUuid(payload.sub)) {
     throw unauthorized("the token names no user");
   }
   const aud = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
